@@ -1,0 +1,463 @@
+"""``create_agent`` and ``Agent``: the public entry point of the library."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any
+
+from .compaction import Compactor
+from .errors import AgentError
+from .events import Event
+from .messages import Message
+from .options import AgentOptions, Guards
+from .permissions import ANSWERS, PermissionGate
+from .plugins import SmokePluginManager, call_impl, create_plugin_manager
+from .prompts import DEFAULT_SYSTEM_PROMPT
+from .providers import ApiKey, Provider, ProviderRegistry, RetryPolicy
+from .run import RunHandle, RunResult
+from .store import MemoryStore, Store
+from .tools import TOOL_GROUPS, ToolDefinition, ToolRegistry
+from .workspace import Workspace
+
+log = logging.getLogger("smoke")
+
+Listener = Callable[[Event], Any]
+
+
+class Agent:
+    """An agent bound to a workspace, a provider and a tool set. Create it with
+    :func:`create_agent`. One run at a time per agent."""
+
+    def __init__(
+        self,
+        *,
+        options: AgentOptions,
+        pm: SmokePluginManager,
+        registry: ToolRegistry,
+        providers: ProviderRegistry,
+        provider: Provider,
+        groups: set[str] | None,
+        extra_tools: list[str],
+        system_prompt: str | None,
+        store: Store,
+        retry: RetryPolicy,
+        guards: Guards,
+        compactor: Compactor,
+        model_settings: dict[str, Any],
+        max_tool_output_chars: int,
+    ) -> None:
+        self.options = options
+        self.workspace = options.workspace
+        self._pm = pm
+        self._registry = registry
+        self.providers = providers
+        self.provider = provider
+        self._groups = groups
+        self._extra_tools = extra_tools
+        self.system_prompt = system_prompt
+        self.store = store
+        self.retry = retry
+        self.guards = guards
+        self._compactor = compactor
+        self.model_settings = model_settings
+        self.max_tool_output_chars = max_tool_output_chars
+        self.session_id = options.session_id
+        self._gate = PermissionGate(options.permission, auto_approve=options.auto_approve)
+        self._listeners: dict[str, list[Listener]] = {}
+        self._any: list[Listener] = []
+        self._current: RunHandle | None = None
+        self._pending: dict[str, asyncio.Future[str]] = {}
+        self._early: dict[str, str] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # ------------------------------------------------------------ tools
+
+    @property
+    def plugin_manager(self) -> SmokePluginManager:
+        return self._pm
+
+    @property
+    def tools(self) -> dict[str, ToolDefinition]:
+        """The tools the next run will expose, by name."""
+        return self._exposed_tools()
+
+    def _exposed_tools(self) -> dict[str, ToolDefinition]:
+        out: dict[str, ToolDefinition] = {}
+        for t in self._registry:
+            if self._groups is None or t.name in self._extra_tools or (t.group in self._groups):
+                out[t.name] = t
+        return out
+
+    def register_tool(self, tool: ToolDefinition, *, group: str | None = None, replace: bool = False) -> None:
+        """Add a tool. A run already in progress does not see it (tools are fixed when a run starts)."""
+        tool = self._registry.register(tool, group=group, source="agent.register_tool", replace=replace)
+        if self._groups is not None:
+            self._extra_tools.append(tool.name)
+
+    def get_tool_presentations(self) -> dict[str, dict[str, Any]]:
+        """``{tool_name: {label, icon, tone, group}}`` for UIs (never sent to providers)."""
+        return {t.name: t.presentation_dict() for t in self._exposed_tools().values()}
+
+    def tool_source(self, name: str) -> str | None:
+        return self._registry.source(name)
+
+    # ------------------------------------------------------------ events
+
+    def on(self, type: str, fn: Listener) -> Callable[[], None]:
+        """Call ``fn(event)`` for every event of ``type``; returns an unsubscribe function."""
+        self._listeners.setdefault(type, []).append(fn)
+
+        def off() -> None:
+            try:
+                self._listeners.get(type, []).remove(fn)
+            except ValueError:
+                pass
+
+        return off
+
+    def on_any(self, fn: Listener) -> Callable[[], None]:
+        """Call ``fn(event)`` for every event; returns an unsubscribe function."""
+        self._any.append(fn)
+
+        def off() -> None:
+            try:
+                self._any.remove(fn)
+            except ValueError:
+                pass
+
+        return off
+
+    def _emit(self, event: Event) -> None:
+        for fn in (*self._listeners.get(event.type, ()), *self._any):
+            try:
+                res = fn(event)
+                if asyncio.iscoroutine(res):
+                    asyncio.ensure_future(res)
+            except Exception:  # a listener never breaks the run
+                log.exception("smoke: event listener %r raised on %s (ignored)", fn, event.type)
+
+    # ------------------------------------------------------------ runs
+
+    async def run(self, task: str) -> RunResult:
+        """Run ``task`` to the end and return the :class:`RunResult`."""
+        if self._current is not None:
+            raise RuntimeError("this agent is already running; wait for the run to end or create another agent")
+        if not isinstance(task, str) or not task.strip():
+            raise ValueError("task must be a non-empty string")
+        self._loop = asyncio.get_running_loop()
+        handle = RunHandle(self, task)
+        self._current = handle
+        inner = asyncio.ensure_future(handle.execute())
+        handle._task = inner
+        return await inner
+
+    def run_sync(self, task: str) -> RunResult:
+        """``asyncio.run(agent.run(task))`` for scripts."""
+        return asyncio.run(self.run(task))
+
+    async def stream(self, task: str) -> AsyncIterator[Event]:
+        """Run ``task`` and yield its events as they happen. Leaving the loop early aborts the run."""
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+        off = self.on_any(queue.put_nowait)
+        runner = asyncio.ensure_future(self.run(task))
+        try:
+            while True:
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait({getter, runner}, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    event = getter.result()
+                    yield event
+                    if event.type in ("run.completed", "run.failed", "run.interrupted"):
+                        break
+                else:
+                    getter.cancel()
+                    while not queue.empty():
+                        yield queue.get_nowait()
+                    break
+            await runner
+        finally:
+            off()
+            if not runner.done():
+                self.abort()
+                try:
+                    await runner
+                except asyncio.CancelledError:
+                    pass
+
+    def abort(self) -> None:
+        """Stop the current run now: the model stream is closed, running tools are
+        cancelled (commands killed), pauses end; the run ends ``interrupted``."""
+        handle = self._current
+        if handle is None:
+            return
+        handle.cancelled.set()
+        for fut in list(self._pending.values()):
+            if not fut.done():
+                fut.cancel()
+        if handle._task is not None and not handle._task.done():
+            handle._task.cancel()
+
+    def resolve_permission(self, tool_call_id: str, decision: str) -> None:
+        """Answer a ``permission.required``: ``"allow"``, ``"allow_run"`` (this tool or
+        MCP server for the rest of the run) or ``"deny"``. An answer given before
+        the pause is registered is kept and used when it comes."""
+        if decision not in ANSWERS:
+            raise ValueError(f"decision must be one of {', '.join(ANSWERS)}, got {decision!r}")
+        self._answer(tool_call_id, decision)
+
+    def respond(self, tool_call_id: str, text: str) -> None:
+        """Answer an ``ask_user.required`` with ``text``."""
+        self._answer(tool_call_id, str(text))
+
+    def _answer(self, tool_call_id: str, value: str) -> None:
+        fut = self._pending.get(tool_call_id)
+        if fut is None:
+            self._early[tool_call_id] = value
+            return
+        if fut.done():
+            return
+        loop = fut.get_loop()
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            fut.set_result(value)
+        else:
+            loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(value))
+
+    async def _wait_answer(self, tool_call_id: str, handle: RunHandle) -> str:
+        if tool_call_id in self._early:
+            return self._early.pop(tool_call_id)
+        fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._pending[tool_call_id] = fut
+        try:
+            return await fut
+        finally:
+            self._pending.pop(tool_call_id, None)
+
+    def _run_ended(self, handle: RunHandle) -> None:
+        if self._current is handle:
+            self._current = None
+        self._early.clear()
+        self._gate.allowed_for_run.clear()
+
+    # ------------------------------------------------------------ sessions
+
+    def _load_history(self) -> list[Message]:
+        if self.session_id is None:
+            return []
+        return list(self.store.load(self.session_id))
+
+    def _store_append(self, message: Message) -> None:
+        if self.session_id is not None:
+            self.store.append(self.session_id, message)
+
+    async def aclose(self) -> None:
+        """Release what plugins hold (``close_agent`` hook). Safe to call twice."""
+        for impl in self._pm.impls("close_agent"):
+            try:
+                res = call_impl(impl, {"agent": self})
+                if asyncio.iscoroutine(res):
+                    await res
+            except Exception:
+                log.exception("smoke: close_agent in %s raised (ignored)", self._pm.plugin_label(impl))
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+# ---------------------------------------------------------------- factory
+
+_CORE_KWARGS = {
+    "workspace_path", "provider", "model", "api_key", "base_url", "tools", "hooks", "plugins",
+    "permission", "auto_approve", "system_prompt", "session_id", "store", "user_id", "max_steps",
+}
+
+
+def create_agent(
+    workspace_path: str | os.PathLike[str] = ".",
+    *,
+    provider: str | Provider | None = None,
+    model: str | None = None,
+    api_key: ApiKey = None,
+    base_url: str | None = None,
+    tools: Iterable[str | ToolDefinition] | None = None,
+    hooks: dict[str, Callable[..., Any]] | None = None,
+    plugins: Iterable[object] | None = None,
+    permission: str | Callable[..., Any] = "ask-default",
+    auto_approve: bool = False,
+    system_prompt: str | None = None,
+    session_id: str | None = None,
+    store: Store | None = None,
+    user_id: str | None = None,
+    max_steps: int = 50,
+    retry: RetryPolicy | None = None,
+    guards: Guards | None = None,
+    context_window: int = 128_000,
+    model_settings: dict[str, Any] | None = None,
+    max_tool_output_chars: int = 30_000,
+    autoload_plugins: bool = True,
+    **plugin_options: Any,
+) -> Agent:
+    """Create an :class:`Agent`.
+
+    ``provider`` is a registered provider name (``"openai"``, ``"nvidia"``,
+    ``"anthropic"``...) or a provider instance; ``model="nvidia:meta/llama-3.3-70b-instruct"``
+    names both. ``tools`` restricts the exposed groups when it holds group
+    names (``["search", "git"]``) and adds tools when it holds
+    ``ToolDefinition``s. ``hooks`` maps hook names to callables; ``plugins``
+    are plugin objects for this agent only. Other keyword arguments
+    (``mcp_servers=``, ``skills_dir=``...) are kept in ``options.extra`` for
+    plugins to read.
+    """
+    workspace = Workspace(workspace_path)
+    if not isinstance(max_steps, int) or max_steps < 1:
+        raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
+    if system_prompt is None:
+        system_prompt = DEFAULT_SYSTEM_PROMPT
+    options = AgentOptions(
+        workspace=workspace,
+        provider_name=provider if isinstance(provider, str) else getattr(provider, "name", None),
+        model=model,
+        permission=permission,
+        auto_approve=auto_approve,
+        user_id=user_id,
+        session_id=session_id,
+        max_steps=max_steps,
+        extra=dict(plugin_options),
+    )
+    pm = create_plugin_manager(list(plugins or []), hooks, autoload=autoload_plugins)
+    gate_check = PermissionGate(permission, auto_approve=auto_approve)  # validates the mode early
+    del gate_check
+
+    # providers
+    providers = ProviderRegistry()
+    for impl in pm.impls("register_providers"):
+        label = pm.plugin_label(impl)
+
+        def reg(name: str, factory: Callable[..., Any], _label: str = label, **kw: Any) -> None:
+            providers.register(name, factory, source=_label, **kw)
+
+        try:
+            call_impl(impl, {"register": reg})
+        except Exception as exc:
+            log.warning("smoke: register_providers in %s raised %s: %s (skipped)", label, type(exc).__name__, exc)
+    provider_obj = _resolve_provider(provider, model, api_key, base_url, user_id, providers, model_settings)
+
+    # tools
+    registry = ToolRegistry()
+    groups: set[str] | None = None
+    extra_tools: list[str] = []
+    given: list[ToolDefinition] = []
+    if tools is not None:
+        if isinstance(tools, (str, ToolDefinition)):
+            tools = [tools]
+        for item in tools:
+            if isinstance(item, str):
+                groups = groups or set()
+                if item == "core":
+                    groups.update(g for g in ("filesystem", "search", "terminal", "agent"))
+                else:
+                    groups.add(item)
+            elif isinstance(item, ToolDefinition):
+                given.append(item)
+            else:
+                raise TypeError(
+                    f"tools= takes group names and ToolDefinitions (use @tool), got {type(item).__name__}"
+                )
+    for impl in pm.impls("register_tools"):
+        label = pm.plugin_label(impl)
+
+        def register(tool: ToolDefinition, *, group: str | None = None, _label: str = label) -> ToolDefinition:
+            return registry.register(tool, group=group, source=_label)
+
+        try:
+            res = call_impl(impl, {"register": register, "options": options})
+        except ValueError:
+            raise
+        except Exception as exc:
+            raise RuntimeError(f"register_tools in plugin {label} failed: {type(exc).__name__}: {exc}") from exc
+        if asyncio.iscoroutine(res):
+            res.close()
+            raise TypeError(f"register_tools in plugin {label} is async; it must be a plain function")
+    for t in given:
+        t = registry.register(t, source="create_agent(tools=...)")
+        extra_tools.append(t.name)
+    if groups is not None:
+        known = set(TOOL_GROUPS) | {t.group for t in registry if t.group}
+        unknown = sorted(g for g in groups if g not in known)
+        if unknown:
+            raise ValueError(
+                f"tools=: unknown tool group(s) {', '.join(map(repr, unknown))}; known groups: {', '.join(sorted(known))}"
+            )
+
+    return Agent(
+        options=options,
+        pm=pm,
+        registry=registry,
+        providers=providers,
+        provider=provider_obj,
+        groups=groups,
+        extra_tools=extra_tools,
+        system_prompt=system_prompt,
+        store=store if store is not None else MemoryStore(),
+        retry=retry or RetryPolicy(),
+        guards=guards or Guards(),
+        compactor=Compactor(context_window=context_window),
+        model_settings=dict(model_settings or {}),
+        max_tool_output_chars=max_tool_output_chars,
+    )
+
+
+def _resolve_provider(
+    provider: str | Provider | None,
+    model: str | None,
+    api_key: ApiKey,
+    base_url: str | None,
+    user_id: str | None,
+    providers: ProviderRegistry,
+    model_settings: dict[str, Any] | None,
+) -> Provider:
+    if provider is not None and not isinstance(provider, str):
+        if not hasattr(provider, "stream"):
+            raise TypeError(f"provider must be a name or an object with stream(request), got {type(provider).__name__}")
+        return provider
+    name = provider
+    if name is None and model and ":" in model:
+        prefix, rest = model.split(":", 1)
+        if prefix in providers:
+            name, model = prefix, rest
+    if name is None:
+        raise ValueError(
+            "no provider given: pass provider='openai' (or another installed provider), "
+            "model='provider:model', or a provider object. Installed providers: "
+            + (", ".join(providers.names()) or "none (pip install smoke-provider-openai)")
+        )
+    spec = providers.get(name)
+    if spec is None:
+        installed = ", ".join(providers.names()) or "none"
+        raise ValueError(
+            f"unknown provider {name!r}. Installed providers: {installed}. "
+            f"Install one (pip install smoke-provider-openai / smoke-provider-anthropic) or pass a provider object."
+        )
+    kwargs: dict[str, Any] = {"model": model or spec.default_model, "api_key": api_key, "user_id": user_id}
+    if base_url is not None:
+        kwargs["base_url"] = base_url
+    try:
+        return spec.factory(**kwargs)
+    except AgentError:
+        raise
+    except TypeError as exc:
+        raise ValueError(f"provider {name!r} could not be created: {exc}") from exc
+
+
+def new_session_id() -> str:
+    return "ses_" + uuid.uuid4().hex[:12]

@@ -1,0 +1,19 @@
+"""Core's own plugin: the ``smoke plugins`` and ``smoke tools`` commands are
+added through ``register_commands`` like any third-party command."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._markers import hookimpl
+
+if TYPE_CHECKING:
+    import click
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    from . import _cli_core
+
+    cli.add_command(_cli_core.plugins_command)
+    cli.add_command(_cli_core.tools_command)

@@ -1,0 +1,60 @@
+"""The ``smoke`` command. Sub-commands come from plugins (``register_commands``),
+including core's own built-in plugin; heavy imports happen inside commands."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from . import __version__
+
+log = logging.getLogger("smoke")
+
+
+class SmokeGroup(click.Group):
+    """Loads plugin commands once, on first use."""
+
+    _loaded = False
+    broken: list[str]
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        self.broken = []
+        from .plugins import call_impl, create_plugin_manager
+
+        pm = create_plugin_manager()
+        for impl in pm.impls("register_commands"):
+            label = pm.plugin_label(impl)
+            before = dict(self.commands)
+            try:
+                call_impl(impl, {"cli": self})
+            except Exception as exc:
+                self.commands = before
+                self.broken.append(f"{label}: {type(exc).__name__}: {exc}")
+                click.echo(f"smoke: plugin {label} could not add its commands ({exc}); skipped", err=True)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        self._load()
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=SmokeGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="smoke")
+def cli() -> None:
+    """Smoke: an AI agent harness for code workspaces.
+
+    Plugins add tools, providers and commands; `smoke plugins` lists them.
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="smoke")

@@ -1,0 +1,229 @@
+"""Every hook a Smoke plugin can implement — the reference for plugin authors.
+
+Implement a hook with ``@smoke_core.hookimpl`` on a function of the same name
+in a module or class that is registered as a plugin (an entry point in the
+group ``smoke``, or ``create_agent(plugins=[...])``). An implementation may
+accept any subset of the hook's parameters, by name, and may be ``async def``.
+
+Lifecycle hooks run in pluggy order (last registered first; ``tryfirst`` /
+``trylast`` adjust it). The *before* hooks chain: what one returns is what the
+next one sees, and the first block ends the chain. *Before* hooks fail
+closed, *after* hooks fail open. docs/hooks.md is checked against this file.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._markers import hookspec
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import click
+
+    from .agent import Agent
+    from .errors import AgentErrorInfo
+    from .messages import Message
+    from .options import AgentOptions
+    from .run import RunHandle
+    from .tools import ToolDefinition, ToolResult
+
+
+# ---------------------------------------------------------------- registration
+
+
+@hookspec
+def register_tools(register: Callable[..., ToolDefinition], options: AgentOptions) -> None:
+    """Contribute tools. Called once per agent, inside ``create_agent``.
+
+    :param register: ``register(tool, *, group=None)`` adds a
+        :class:`~smoke_core.tools.ToolDefinition` (``group`` overrides the
+        tool's own group). Registering a name twice raises an error naming
+        both plugins.
+    :param options: the agent's :class:`~smoke_core.options.AgentOptions`
+        (workspace, permission mode, and ``options.extra`` holding keyword
+        arguments of ``create_agent`` that core does not use itself, such as
+        ``mcp_servers`` or ``skills_dir``).
+    :return: ignored.
+    :raises: a raise here aborts ``create_agent`` with the plugin named —
+        a broken tool set must not start silently.
+    """
+
+
+@hookspec
+def register_providers(register: Callable[..., None]) -> None:
+    """Contribute model providers. Called once per plugin manager.
+
+    :param register: ``register(name, factory, *, env_var=None,
+        description="", default_model=None)``. ``factory(**kwargs)`` gets
+        ``model``, ``api_key``, ``base_url``, ``user_id`` and any extra
+        provider settings, and returns an object with ``name``, ``model`` and
+        ``stream(request)`` (see :class:`~smoke_core.providers.Provider`).
+    :return: ignored.
+    :raises: the plugin is reported as broken in ``smoke plugins`` and its
+        providers are absent; other plugins are unaffected.
+    """
+
+
+@hookspec
+def register_commands(cli: click.Group) -> None:
+    """Add sub-commands to the ``smoke`` CLI (``cli.command()`` / ``cli.add_command``).
+
+    Called when the CLI starts. Keep it cheap: import heavy libraries inside
+    the command function, not here.
+
+    :param cli: the root :class:`click.Group`.
+    :return: ignored.
+    :raises: the plugin's commands are skipped and it is reported as broken
+        in ``smoke plugins``.
+    """
+
+
+# ---------------------------------------------------------------- run lifecycle
+
+
+@hookspec
+def before_run(run: RunHandle) -> None:
+    """Called when a run starts, after ``run.started`` and before the tool
+    list of the run is fixed and the model is first called.
+
+    A plugin may ask for approval (``await run.request_permission(...)``),
+    warn (``run.warn(...)``) and register tools (``run.register_tool(...)``)
+    here; tools registered now are part of this run (the MCP plugin starts
+    its servers this way). Implementations run concurrently-safe but in order.
+
+    :param run: the :class:`~smoke_core.run.RunHandle` of this run.
+    :return: ignored.
+    :raises: fail-open — reported as a ``run.warning`` (``hook_failed``),
+        the run goes on.
+    """
+
+
+@hookspec
+def after_run(run: RunHandle, status: str, error: AgentErrorInfo | None) -> None:
+    """Called once when a run ends, on every path (completed, failed, interrupted).
+
+    :param run: the :class:`~smoke_core.run.RunHandle`.
+    :param status: ``"completed"``, ``"failed"`` or ``"interrupted"``.
+    :param error: the run's error, or None.
+    :return: ignored.
+    :raises: fail-open — logged and ignored.
+    """
+
+
+@hookspec
+def close_agent(agent: Agent) -> None:
+    """Called by ``await agent.aclose()`` so plugins release what they hold
+    (MCP sessions, background processes). Fail-open."""
+
+
+# ---------------------------------------------------------------- model calls
+
+
+@hookspec
+def before_model_call(
+    messages: list[Message],
+    tools: list[dict[str, Any]],
+    system: str | None,
+    model: str,
+    step: int,
+    run: RunHandle,
+) -> dict[str, Any] | None:
+    """Called before every model call, after compaction and tool resolution.
+
+    :param messages: the neutral history about to be sent (a copy; rewriting
+        it does not change the stored session).
+    :param tools: tool schemas as the provider will get them
+        (``name``, ``description``, ``input_schema``; no presentation).
+    :param system: the system prompt for this call.
+    :param model: the model name.
+    :param step: the 1-based step number.
+    :param run: the :class:`~smoke_core.run.RunHandle`.
+    :return: None to pass; ``{"messages": [...]}``, ``{"tools": [...]}``
+        and/or ``{"system": "..."}`` to rewrite the request (the next
+        implementation sees the rewrite); ``{"block": True, "reason": "..."}``
+        to abort the run with ``hook_blocked``.
+    :raises: fail-closed — the run fails with ``hook_blocked`` naming the plugin.
+
+    Example::
+
+        @hookimpl
+        def before_model_call(messages):
+            return {"messages": [m for m in messages if not is_noise(m)]}
+    """
+
+
+@hookspec
+def after_model_call(
+    response: dict[str, Any] | None,
+    usage: dict[str, int],
+    duration_ms: float,
+    error: AgentErrorInfo | None,
+    step: int,
+    run: RunHandle,
+) -> None:
+    """Called after every model call attempt (also a failed one).
+
+    :param response: the assistant message (neutral form) or None on error.
+    :param usage: token usage of this call.
+    :param duration_ms: wall time of the call.
+    :param error: the classified error, or None.
+    :return: ignored (observe only).
+    :raises: fail-open — logged and ignored.
+    """
+
+
+# ---------------------------------------------------------------- tool calls
+
+
+@hookspec
+def before_tool_call(
+    tool_name: str,
+    input: dict[str, Any],
+    tool_call_id: str,
+    run: RunHandle,
+) -> dict[str, Any] | None:
+    """Called before every tool call, after input validation and **before the
+    permission gate** (a refused call never prompts a person).
+
+    :param tool_name: the tool called.
+    :param input: the validated arguments (as rewritten by earlier hooks).
+    :param tool_call_id: the model's id for this call.
+    :return: None to pass; ``{"input": {...}}`` to rewrite the arguments
+        (re-validated against the schema); ``{"block": True, "reason": "..."}``
+        to refuse the call: the model gets a tool error with the reason and
+        ``after_tool_call`` sees ``blocked=True``.
+    :raises: fail-closed — the call is blocked and the error text goes to the model.
+
+    Example::
+
+        @hookimpl
+        def before_tool_call(tool_name, input):
+            if tool_name == "write_file" and input["path"].endswith(".env"):
+                return {"block": True, "reason": "writing .env files is not allowed"}
+    """
+
+
+@hookspec
+def after_tool_call(
+    tool_name: str,
+    input: dict[str, Any],
+    tool_call_id: str,
+    result: ToolResult,
+    duration_ms: float,
+    blocked: bool,
+    error: AgentErrorInfo | None,
+    run: RunHandle,
+) -> None:
+    """Called exactly once per tool call, on every path: success, tool error,
+    invalid input, unknown tool, hook block, permission denial, abort.
+
+    :param result: the :class:`~smoke_core.tools.ToolResult` the model gets.
+    :param duration_ms: time from the start of the call to its end.
+    :param blocked: True when a ``before_tool_call`` hook refused the call.
+    :param error: the classified error (``tool_blocked``, ``permission_denied``,
+        ``tool_failed``, ...), or None on success.
+    :return: ignored (observe only).
+    :raises: fail-open — logged and ignored.
+    """

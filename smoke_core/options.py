@@ -1,0 +1,36 @@
+"""``AgentOptions``: the settings an agent was created with, as plugins see them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .workspace import Workspace
+
+
+@dataclass(slots=True)
+class Guards:
+    """Thresholds of the run guards (DESIGN §4). Set one to 0 to turn it off."""
+
+    repeated_error: int = 3
+    hard_stop: int = 5
+    empty_responses: int = 3
+
+
+@dataclass(slots=True)
+class AgentOptions:
+    workspace: Workspace
+    provider_name: str | None = None
+    model: str | None = None
+    permission: Any = "ask-default"
+    auto_approve: bool = False
+    user_id: str | None = None
+    session_id: str | None = None
+    max_steps: int = 50
+    #: keyword arguments of ``create_agent`` that core does not use itself
+    #: (``mcp_servers``, ``skills_dir``, ...), for plugins to read.
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """An extra option by name (``options.get("mcp_servers")``)."""
+        return self.extra.get(name, default)

@@ -1,0 +1,215 @@
+"""The plugin manager: built-ins, entry points (group ``smoke``) and
+per-agent plugins, all through one pluggy manager per agent.
+
+Entry points are loaded once per process. ``SMOKE_LOAD_PLUGINS`` (a comma
+list of entry-point or distribution names; empty means none) restricts
+autoloading. A plugin that fails to import is skipped and reported by
+:func:`plugin_report` (``smoke plugins``), never fatal.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import os
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pluggy
+
+from . import hookspecs
+from ._markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl
+
+log = logging.getLogger("smoke")
+
+#: Modules registered in every manager before the entry points, so that
+#: core's own behaviour goes through the same contract as third-party code.
+BUILTIN_PLUGINS: tuple[str, ...] = ("smoke_core.builtins",)
+
+
+@dataclass
+class PluginInfo:
+    name: str
+    distribution: str | None = None
+    version: str | None = None
+    module: str | None = None
+    hooks: list[str] = field(default_factory=list)
+    error: str | None = None
+    builtin: bool = False
+    plugin: Any = None
+
+
+_loaded: dict[str | None, list[PluginInfo]] = {}
+
+
+def _allowed() -> set[str] | None:
+    raw = os.environ.get("SMOKE_LOAD_PLUGINS")
+    if raw is None:
+        return None
+    return {p.strip() for p in raw.split(",") if p.strip()}
+
+
+def load_entry_point_plugins() -> list[PluginInfo]:
+    """Import the plugins of the entry-point group ``smoke`` (once per process
+    and ``SMOKE_LOAD_PLUGINS`` value). Broken plugins come back with ``error`` set."""
+    key = os.environ.get("SMOKE_LOAD_PLUGINS")
+    cached = _loaded.get(key)
+    if cached is not None:
+        return cached
+    from importlib.metadata import entry_points
+
+    allowed = _allowed()
+    infos: list[PluginInfo] = []
+    seen: set[str] = set()
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        dist = ep.dist.name if ep.dist is not None else None
+        if allowed is not None and ep.name not in allowed and (dist not in allowed):
+            continue
+        if ep.name in seen:  # the same distribution found twice on sys.path
+            continue
+        seen.add(ep.name)
+        info = PluginInfo(
+            name=ep.name, distribution=dist, version=ep.dist.version if ep.dist is not None else None, module=ep.value
+        )
+        try:
+            info.plugin = ep.load()
+        except Exception as exc:  # a broken plugin never takes the others down
+            info.error = f"{type(exc).__name__}: {exc}"
+            log.warning("smoke: plugin %r (%s) failed to load and is skipped: %s", ep.name, dist, info.error)
+        infos.append(info)
+    _loaded[key] = infos
+    return infos
+
+
+def _builtin_plugins() -> list[PluginInfo]:
+    out = []
+    for modname in BUILTIN_PLUGINS:
+        from . import __version__
+
+        info = PluginInfo(
+            name=modname.rsplit(".", 1)[-1], distribution="smoke-core", version=__version__, module=modname,
+            builtin=True,
+        )
+        try:
+            info.plugin = importlib.import_module(modname)
+        except Exception as exc:
+            info.error = f"{type(exc).__name__}: {exc}"
+        out.append(info)
+    return out
+
+
+def hooks_plugin(hooks: dict[str, Callable[..., Any]], name: str = "hooks") -> object:
+    """Wrap ``{"before_tool_call": fn, ...}`` into a plugin object."""
+    known = {n for n in dir(hookspecs) if not n.startswith("_") and hasattr(getattr(hookspecs, n), "smoke_spec")}
+    ns = types.SimpleNamespace()
+    for hook_name, fn in hooks.items():
+        if hook_name not in known:
+            raise ValueError(f"hooks={{{hook_name!r}: ...}}: no such hook; known hooks: {', '.join(sorted(known))}")
+        if not callable(fn):
+            raise TypeError(f"hooks[{hook_name!r}] must be callable, got {type(fn).__name__}")
+        setattr(ns, hook_name, hookimpl(specname=hook_name)(_copy_fn(fn)))
+    ns.__name__ = name  # type: ignore[attr-defined]
+    return ns
+
+
+def _copy_fn(fn: Callable[..., Any]) -> Callable[..., Any]:
+    # hookimpl marks the function object; a shared function or bound method
+    # must not be marked globally, so a generated trampoline is marked instead.
+    sig = inspect.signature(fn)
+    names = [p.name for p in sig.parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    return _function_with_args(fn, names)
+
+
+def _function_with_args(fn: Callable[..., Any], names: list[str]) -> Callable[..., Any]:
+    args = ", ".join(names)
+    call = ", ".join(f"{n}={n}" for n in names)
+    ns: dict[str, Any] = {"_fn": fn}
+    if inspect.iscoroutinefunction(fn):
+        src = f"async def _hook({args}):\n    return await _fn({call})\n"
+    else:
+        src = f"def _hook({args}):\n    return _fn({call})\n"
+    exec(src, ns)  # a generated trampoline so pluggy sees exactly fn's argument names
+    hook = ns["_hook"]
+    hook.__name__ = getattr(fn, "__name__", "hook")
+    return hook
+
+
+class SmokePluginManager(pluggy.PluginManager):
+    """A pluggy manager with Smoke's hookspecs and helpers to call hooks with
+    Smoke's semantics (chaining, async implementations, subset arguments)."""
+
+    def __init__(self) -> None:
+        super().__init__(PROJECT_NAME)
+        self.add_hookspecs(hookspecs)
+        self.infos: list[PluginInfo] = []
+
+    def add(self, plugin: object, *, name: str | None = None, info: PluginInfo | None = None) -> None:
+        try:
+            self.register(plugin, name=name)
+        except ValueError as exc:  # already registered under that name
+            raise ValueError(f"cannot register plugin {name or plugin!r}: {exc}") from None
+        if info is None:
+            info = PluginInfo(name=name or self.get_name(plugin) or repr(plugin), plugin=plugin)
+        info.hooks = sorted({impl.opts.get("specname") or impl.function.__name__ for impl in self._impls_of(plugin)})
+        self.infos.append(info)
+
+    def _impls_of(self, plugin: object) -> list[Any]:
+        out = []
+        for hc in self.get_hookcallers(plugin) or []:
+            out.extend(i for i in hc.get_hookimpls() if i.plugin is plugin)
+        return out
+
+    def impls(self, hook_name: str) -> list[Any]:
+        """Hook implementations in call order (pluggy's: last registered first)."""
+        # get_hookimpls() is kept in the order pluggy iterates backwards
+        # (trylast first, tryfirst last), so the reverse is the call order.
+        return list(reversed(getattr(self.hook, hook_name).get_hookimpls()))
+
+    def plugin_label(self, impl: Any) -> str:
+        return impl.plugin_name or repr(impl.plugin)
+
+
+def call_impl(impl: Any, kwargs: dict[str, Any]) -> Any:
+    """Call one implementation with the subset of ``kwargs`` it accepts."""
+    return impl.function(*[kwargs[name] for name in impl.argnames])
+
+
+def create_plugin_manager(
+    plugins: list[object] | None = None,
+    hooks: dict[str, Callable[..., Any]] | None = None,
+    *,
+    autoload: bool = True,
+) -> SmokePluginManager:
+    """A manager holding built-ins, autoloaded entry points and the given plugins."""
+    pm = SmokePluginManager()
+    for info in _builtin_plugins():
+        if info.plugin is not None:
+            pm.add(info.plugin, name=f"smoke-core:{info.name}", info=info)
+        else:
+            pm.infos.append(info)
+    if autoload:
+        for info in load_entry_point_plugins():
+            if info.plugin is None:
+                pm.infos.append(info)
+                continue
+            if pm.is_registered(info.plugin):
+                continue
+            pm.add(info.plugin, name=info.distribution or info.name, info=PluginInfo(**{**info.__dict__}))
+    for i, plugin in enumerate(plugins or []):
+        name = getattr(plugin, "__name__", None) or f"{type(plugin).__name__}#{i}"
+        if pm.is_registered(plugin):
+            continue
+        if pm.has_plugin(name):
+            name = f"{name}#{i}"
+        pm.add(plugin, name=name)
+    if hooks:
+        pm.add(hooks_plugin(hooks), name="hooks=")
+    return pm
+
+
+def plugin_report() -> list[PluginInfo]:
+    """Every plugin a default agent would load, with the hooks each implements."""
+    return create_plugin_manager().infos

@@ -1,0 +1,386 @@
+"""The tool contract (DESIGN §3): definitions, results, the ``@tool``
+decorator, the registry and the group constants."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+if TYPE_CHECKING:
+    from .context import ToolContext
+
+Tone = Literal["info", "success", "warning", "error"]
+
+# ---------------------------------------------------------------- constants
+
+#: Known tool groups. ``core`` is the default set a host gets when it asks for it.
+TOOL_GROUPS: dict[str, tuple[str, ...]] = {
+    "filesystem": (
+        "read_file", "list_directory", "write_file", "edit_file", "apply_patch",
+        "delete_file", "replace_lines",
+    ),
+    "search": ("glob", "grep"),
+    "terminal": ("run_command", "run_test"),
+    "git": ("git_status", "git_diff", "git_log", "git_show", "git_add", "git_commit"),
+    "agent": ("todo_write", "ask_user", "finish_task"),
+    "mcp": (),
+    "skills": ("list_skills", "use_skill"),
+}
+TOOL_GROUPS["core"] = (
+    TOOL_GROUPS["filesystem"] + TOOL_GROUPS["search"] + TOOL_GROUPS["terminal"] + TOOL_GROUPS["agent"]
+)
+
+READ_ONLY_TOOLS: frozenset[str] = frozenset(
+    {
+        "read_file", "list_directory", "glob", "grep", "git_status", "git_diff", "git_log",
+        "git_show", "todo_write", "ask_user", "finish_task", "list_skills", "use_skill",
+    }
+)
+FILE_MUTATING_TOOLS: frozenset[str] = frozenset(
+    {"write_file", "edit_file", "apply_patch", "delete_file", "replace_lines"}
+)
+SEARCH_FAMILY_TOOLS: frozenset[str] = frozenset({"glob", "grep", "list_directory", "read_file"})
+COMMAND_TOOLS: frozenset[str] = frozenset({"run_command", "run_test"})
+
+#: Which tool groups fit each phase, for hosts that gate exposure by phase.
+PHASE_TOOLS: dict[str, tuple[str, ...]] = {
+    "understand": ("filesystem", "search", "git", "agent", "skills", "mcp"),
+    "explore": ("filesystem", "search", "git", "agent", "skills", "mcp"),
+    "plan": ("agent", "filesystem", "search", "skills"),
+    "edit": ("filesystem", "search", "agent", "terminal", "mcp"),
+    "verify": ("terminal", "filesystem", "search", "git", "agent"),
+    "recover": ("filesystem", "search", "terminal", "git", "agent", "mcp"),
+    "complete": ("agent", "git"),
+}
+PHASES: tuple[str, ...] = tuple(PHASE_TOOLS)
+
+
+# ---------------------------------------------------------------- models
+
+
+class ToolAnnotations(BaseModel):
+    """Hints about a tool's behaviour (MCP-compatible names, snake_case)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    title: str | None = None
+    read_only_hint: bool = False
+    destructive_hint: bool | None = None
+    open_world_hint: bool | None = None
+
+
+class ToolPresentation(BaseModel):
+    """How a UI shows a tool. Never sent to a provider."""
+
+    model_config = ConfigDict(extra="allow")
+
+    label: str | None = None
+    icon: str | None = None
+    tone: Tone = "info"
+    group: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _family_alias(cls, data: Any) -> Any:
+        # `family` is the old name of `group` (Smoke Monkey); accept it.
+        if isinstance(data, dict) and "family" in data:
+            data = dict(data)
+            family = data.pop("family")
+            data.setdefault("group", family)
+        return data
+
+
+class ToolResult(BaseModel):
+    """What a tool returns: content blocks for the model, an error flag, and
+    optional structured ``data`` for hosts and guards (not sent to the model)."""
+
+    content: list[dict[str, Any]] = Field(default_factory=list)
+    is_error: bool = False
+    data: dict[str, Any] | None = None
+    presentation: ToolPresentation | None = None
+
+    @classmethod
+    def text(cls, text: str, *, is_error: bool = False, data: dict[str, Any] | None = None) -> ToolResult:
+        return cls(content=[{"type": "text", "text": text}], is_error=is_error, data=data)
+
+    @classmethod
+    def error(cls, text: str, *, data: dict[str, Any] | None = None) -> ToolResult:
+        return cls(content=[{"type": "text", "text": text}], is_error=True, data=data)
+
+    @classmethod
+    def image(cls, data: str, mime_type: str, *, caption: str | None = None) -> ToolResult:
+        content: list[dict[str, Any]] = []
+        if caption:
+            content.append({"type": "text", "text": caption})
+        content.append({"type": "image", "data": data, "mime_type": mime_type})
+        return cls(content=content)
+
+    def text_content(self) -> str:
+        return "\n".join(b.get("text", "") for b in self.content if b.get("type") == "text")
+
+
+ExecuteFn = Callable[[dict[str, Any], "ToolContext"], "ToolResult | Awaitable[ToolResult] | str | Awaitable[str]"]
+
+
+class ToolDefinition(BaseModel):
+    """A tool: a name, a description written for models, a JSON Schema for
+    its input, annotations, a presentation for UIs, and ``execute``.
+
+    ``execute(input, ctx)`` may be sync or async and may return a
+    :class:`ToolResult` or a plain string. Sync functions run in a worker
+    thread (``blocking=True``, the default for them) so they never stall the
+    event loop.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    description: str
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    annotations: ToolAnnotations = Field(default_factory=ToolAnnotations)
+    presentation: ToolPresentation = Field(default_factory=ToolPresentation)
+    execute: Callable[..., Any]
+    group: str | None = None
+    blocking: bool | None = None
+
+    _validator: Any = PrivateAttr(default=None)
+    _is_async: bool = PrivateAttr(default=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _schema_from_model(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            schema = data.get("input_schema")
+            if isinstance(schema, type) and issubclass(schema, BaseModel):
+                data = dict(data)
+                data["input_schema"] = schema.model_json_schema()
+            ann = data.get("annotations")
+            if isinstance(ann, dict) and "readOnlyHint" in ann:
+                ann = dict(ann)
+                ann["read_only_hint"] = ann.pop("readOnlyHint")
+                data["annotations"] = ann
+        return data
+
+    def model_post_init(self, __context: Any) -> None:
+        self._is_async = inspect.iscoroutinefunction(self.execute)
+        if self.blocking is None:
+            self.blocking = not self._is_async
+
+    @property
+    def read_only(self) -> bool:
+        return self.annotations.read_only_hint or self.name in READ_ONLY_TOOLS
+
+    def validate_input(self, arguments: Any) -> str | None:
+        """Return None when ``arguments`` match the schema, else a message naming the bad field."""
+        if not isinstance(arguments, dict):
+            return f"arguments must be a JSON object, got {type(arguments).__name__}"
+        validator = self._validator
+        if validator is None:
+            import jsonschema  # heavy: imported on first validation, not at start-up
+
+            cls = jsonschema.validators.validator_for(self.input_schema, default=jsonschema.Draft202012Validator)
+            validator = self._validator = cls(self.input_schema)
+        error = next(iter(validator.iter_errors(arguments)), None)
+        if error is None:
+            return None
+        best = _best_error(validator, arguments) or error
+        where = "/".join(str(p) for p in best.absolute_path)
+        if best.validator == "required":
+            return f"invalid arguments for {self.name}: {best.message}"
+        if best.validator == "additionalProperties":
+            return f"invalid arguments for {self.name}: {best.message}"
+        field = f"field '{where}'" if where else "arguments"
+        return f"invalid arguments for {self.name}: {field}: {best.message}"
+
+    def provider_schema(self) -> dict[str, Any]:
+        """The tool as a provider sees it: name, description, input_schema. Never the presentation."""
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+
+    def presentation_dict(self) -> dict[str, Any]:
+        data = self.presentation.model_dump(exclude_none=True)
+        data.setdefault("group", self.group)
+        if data.get("label") is None:
+            data["label"] = self.annotations.title or self.name
+        return data
+
+
+def _best_error(validator: Any, arguments: Any) -> Any:
+    import jsonschema.exceptions
+
+    return jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+
+
+# ---------------------------------------------------------------- @tool
+
+
+_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def _annotation_schema(annotation: Any) -> dict[str, Any]:
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if annotation in _JSON_TYPES:
+        return {"type": _JSON_TYPES[annotation]}
+    if origin is Literal:
+        return {"enum": list(args)}
+    if origin in (list, tuple, set, frozenset, Iterable) or annotation in (list, tuple):
+        item = _annotation_schema(args[0]) if args else {}
+        return {"type": "array", "items": item} if item else {"type": "array"}
+    if origin is dict or annotation is dict:
+        return {"type": "object"}
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        non_none = [a for a in args if a is not type(None)]
+        if len(non_none) == 1:
+            return _annotation_schema(non_none[0])
+        return {"anyOf": [_annotation_schema(a) for a in non_none]}
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation.model_json_schema()
+    return {}
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    presentation: dict[str, Any] | ToolPresentation | None = None,
+    group: str | None = None,
+) -> Any:
+    """Turn a typed function into a :class:`ToolDefinition`.
+
+    Parameters become the input schema (their annotations give the types,
+    defaults make them optional); the docstring is the description. A
+    parameter named ``ctx`` receives the :class:`ToolContext`. The function
+    may be async and may return a string or a :class:`ToolResult`::
+
+        @tool(read_only=True)
+        def word_count(text: str) -> str:
+            "Count the words in text."
+            return str(len(text.split()))
+    """
+
+    def wrap(func: Callable[..., Any]) -> ToolDefinition:
+        sig = inspect.signature(func)
+        hints = typing.get_type_hints(func, include_extras=False)
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        wants_ctx = False
+        for pname, param in sig.parameters.items():
+            if pname == "ctx":
+                wants_ctx = True
+                continue
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise TypeError(f"@tool {func.__name__}: *args/**kwargs cannot be described to a model")
+            properties[pname] = _annotation_schema(hints.get(pname, Any))
+            if param.default is inspect.Parameter.empty:
+                required.append(pname)
+            else:
+                properties[pname]["default"] = param.default
+        schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+        if required:
+            schema["required"] = required
+        is_async = inspect.iscoroutinefunction(func)
+
+        if is_async:
+            async def execute(input: dict[str, Any], ctx: ToolContext) -> Any:
+                return await func(**input, **({"ctx": ctx} if wants_ctx else {}))
+        else:
+            def execute(input: dict[str, Any], ctx: ToolContext) -> Any:  # type: ignore[misc]
+                return func(**input, **({"ctx": ctx} if wants_ctx else {}))
+
+        doc = inspect.cleandoc(func.__doc__ or "").strip()
+        return ToolDefinition(
+            name=name or func.__name__,
+            description=description or doc or func.__name__,
+            input_schema=schema,
+            annotations=ToolAnnotations(read_only_hint=read_only),
+            presentation=presentation if presentation is not None else ToolPresentation(),
+            execute=execute,
+            group=group,
+        )
+
+    return wrap(fn) if fn is not None else wrap
+
+
+# ---------------------------------------------------------------- registry
+
+
+class DuplicateToolError(ValueError):
+    pass
+
+
+class ToolRegistry:
+    """Tools by name, with the source (plugin) that registered each.
+
+    Registering a second tool with a name already taken is an error that
+    names both sources; a host that means to replace a tool calls
+    ``register(tool, replace=True)``.
+    """
+
+    def __init__(self) -> None:
+        self._tools: dict[str, ToolDefinition] = {}
+        self._sources: dict[str, str] = {}
+
+    def register(
+        self,
+        tool: ToolDefinition,
+        *,
+        group: str | None = None,
+        source: str = "<unknown>",
+        replace: bool = False,
+    ) -> ToolDefinition:
+        if not isinstance(tool, ToolDefinition):
+            raise TypeError(
+                f"register() takes a ToolDefinition (use @tool on a function), got {type(tool).__name__} from {source}"
+            )
+        if group is not None and tool.group != group:
+            tool = tool.model_copy(update={"group": group})
+        if tool.group is None:
+            tool = tool.model_copy(update={"group": _group_of(tool.name)})
+        if tool.name in self._tools and not replace:
+            raise DuplicateToolError(
+                f"cannot register tool {tool.name!r} twice: already provided by {self._sources[tool.name]}, "
+                f"registered again by {source}. Rename one of them or leave one plugin out "
+                f"(SMOKE_LOAD_PLUGINS)."
+            )
+        self._tools[tool.name] = tool
+        self._sources[tool.name] = source
+        return tool
+
+    def get(self, name: str) -> ToolDefinition | None:
+        return self._tools.get(name)
+
+    def source(self, name: str) -> str | None:
+        return self._sources.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> typing.Iterator[ToolDefinition]:
+        return iter(list(self._tools.values()))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def groups(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for t in self._tools.values():
+            out.setdefault(t.group or "other", []).append(t.name)
+        return out
+
+
+def _group_of(name: str) -> str | None:
+    for group, names in TOOL_GROUPS.items():
+        if group != "core" and name in names:
+            return group
+    if "__" in name:
+        return "mcp"
+    return None
