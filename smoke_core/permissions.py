@@ -57,7 +57,8 @@ class PermissionGate:
     """Decides allow / deny / ask for each request.
 
     ``mode`` is ``"ask-default"`` (read-only auto-allowed, the rest asks),
-    ``"allow-all"``, ``"deny-all"``, or a callable ``(request) -> "allow" |
+    ``"allow-all"``, ``"deny-all"`` (read-only tools run, everything else is
+    denied without asking: a read-only agent), or a callable ``(request) -> "allow" |
     "deny" | "ask" | None`` (sync or async; None falls back to
     ``ask-default``). ``auto_approve=True`` turns every *ask* into *allow*.
     In ask-default mode a read-only call that touches a secret-looking path
@@ -86,7 +87,8 @@ class PermissionGate:
         elif self.mode == "allow-all":
             decision = "allow"
         elif self.mode == "deny-all":
-            decision = "deny"
+            # a read-only agent: looking around is allowed, changing anything is not
+            decision = "allow" if request.kind == "tool" and request.read_only else "deny"
         if decision is None:
             decision = self._default(request)
         if decision == "ask" and self.auto_approve:

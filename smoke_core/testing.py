@@ -29,6 +29,21 @@ from .providers import (
 )
 from .workspace import Workspace
 
+__all__ = ["ProviderContract", "ScriptedProvider", "StoreContract", "make_tool_context"]
+
+
+def __getattr__(name: str) -> Any:
+    # Contract test bases live in their own modules; re-exported here lazily.
+    if name == "StoreContract":
+        from .store_contract import StoreContract
+
+        return StoreContract
+    if name == "ProviderContract":
+        from .provider_contract import ProviderContract
+
+        return ProviderContract
+    raise AttributeError(name)
+
 Turn = str | dict[str, Any] | BaseException | AgentErrorInfo | Callable[[ModelRequest], Any]
 
 

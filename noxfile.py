@@ -1,0 +1,89 @@
+"""Sessions: `core` (core alone), one `plugin(<name>)` per plugin (core + that
+plugin alone), `tests` (everything together), `lint`, `demo`, `bench`.
+
+`nox` with no arguments runs core, every plugin session and tests — the
+README's test command, which `.ci/run` calls.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+PLUGINS = sorted(p.name for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").exists())
+ARTIFACTS = ROOT / "test-artifacts"
+
+nox.options.sessions = ["core", "plugin", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = False
+
+TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24"]
+
+
+def _env() -> dict[str, str]:
+    env = {"PYTHONDONTWRITEBYTECODE": "1"}
+    cache = ROOT.parent / "shared" / "tokenizers" / "tiktoken_cache"
+    if cache.is_dir() and "TIKTOKEN_CACHE_DIR" not in os.environ:
+        env["TIKTOKEN_CACHE_DIR"] = str(cache)
+    return env
+
+
+def _pytest(session: nox.Session, name: str, *paths: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    session.run(
+        "python", "-m", "pytest", "-p", "no:cacheprovider", "--import-mode=importlib",
+        f"--junitxml={ARTIFACTS / f'junit-{name}.xml'}", "-q", *paths, *session.posargs,
+        env=_env(),
+    )
+
+
+def _plugin_install_spec(name: str) -> str:
+    pyproject = (ROOT / "plugins" / name / "pyproject.toml").read_text()
+    return f"./plugins/{name}[test]" if "optional-dependencies" in pyproject and "test" in pyproject else f"./plugins/{name}"
+
+
+@nox.session
+def core(session: nox.Session) -> None:
+    """Core alone: no plugin installed; proves core stands on its own."""
+    session.install("-q", ".", *TEST_DEPS)
+    _pytest(session, "core", "tests")
+
+
+@nox.session
+@nox.parametrize("name", PLUGINS, ids=PLUGINS)
+def plugin(session: nox.Session, name: str) -> None:
+    """Core plus one plugin: an undeclared dependency fails here."""
+    session.install("-q", ".", _plugin_install_spec(name), *TEST_DEPS)
+    _pytest(session, f"plugin-{name}", f"plugins/{name}/tests")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Everything installed together: core tests, every plugin's tests, end-to-end tests."""
+    session.install("-q", ".", *[_plugin_install_spec(n) for n in PLUGINS], *TEST_DEPS)
+    _pytest(session, "all", "tests", *[f"plugins/{n}/tests" for n in PLUGINS])
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("-q", "ruff")
+    session.run("ruff", "check", "smoke_core", "plugins", "tests")
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """Install everything and run the offline demo non-interactively."""
+    session.install("-q", ".", *[f"./plugins/{n}" for n in PLUGINS])
+    session.run("smoke", "demo", "--yes", env=_env())
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks (never part of the tests' pass/fail); see docs/performance.md."""
+    session.install("-q", ".", *[f"./plugins/{n}" for n in PLUGINS], "tiktoken")
+    if (ROOT / "bench" / "requirements.txt").exists():
+        session.install("-q", "-r", "bench/requirements.txt")
+    session.run("python", "bench/run_all.py", *session.posargs, env=_env())

@@ -1,0 +1,122 @@
+"""A small MCP server for smoke-mcp's tests (run as a subprocess, never imported).
+
+Modes (first argument):
+  stdio            MCPServer over stdio with the tools below
+  http TOKEN       MCPServer over streamable HTTP on 127.0.0.1 (free port),
+                   refusing requests without "Authorization: Bearer TOKEN";
+                   prints "PORT <n>" on stdout when listening
+  hang-initialize  reads stdin and never answers (not even initialize)
+  exit-at-start    writes a message to stderr and exits with status 2
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def build_server():  # type: ignore[no-untyped-def]
+    import anyio
+    from mcp.server.mcpserver import Image, MCPServer
+    from mcp.types import ToolAnnotations
+
+    server = MCPServer("smoke-test-server")
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True, title="Upper-case"))
+    def upper(text: str) -> str:
+        """Return text in upper case."""
+        return text.upper()
+
+    @server.tool()
+    def pid() -> str:
+        """Return the server's process id."""
+        return str(os.getpid())
+
+    @server.tool()
+    def crash() -> str:
+        """Exit the server process in the middle of the call."""
+        sys.stderr.write("test server: crashing on purpose in the middle of a call\n")
+        sys.stderr.flush()
+        os._exit(3)
+
+    @server.tool()
+    async def hang() -> str:
+        """Never answer."""
+        await anyio.sleep_forever()
+        return "unreachable"
+
+    @server.tool()
+    def fail(reason: str) -> str:
+        """Always fails with reason."""
+        raise ValueError(f"refused: {reason}")
+
+    @server.tool()
+    def tiny_image() -> Image:
+        """A 1x1 PNG."""
+        png = bytes.fromhex(
+            "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+            "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201e2b1"
+            "5e6e0000000049454e44ae426082"
+        )
+        return Image(data=png, format="png")
+
+    @server.tool(name="weird.name with spaces")
+    def weird() -> str:
+        """A tool whose name needs sanitising."""
+        return "weird ok"
+
+    @server.tool()
+    def structured(city: str) -> dict[str, object]:
+        """Structured weather."""
+        return {"city": city, "temperature": 21}
+
+    return server
+
+
+def run_http(token: str) -> None:
+    import socket
+
+    import anyio
+    import uvicorn
+
+    app = build_server().streamable_http_app(host="127.0.0.1")
+
+    async def guarded(scope, receive, send):  # type: ignore[no-untyped-def]
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            if headers.get(b"authorization") != f"Bearer {token}".encode():
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"text/plain")]})
+                await send({"type": "http.response.body", "body": b"missing or wrong bearer token"})
+                return
+        await app(scope, receive, send)
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(guarded, log_level="warning", lifespan="on")
+    anyio.run(uvicorn.Server(config).serve, [sock])
+
+
+def main() -> None:
+    mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    if mode == "stdio":
+        build_server().run("stdio")
+    elif mode == "http":
+        run_http(sys.argv[2])
+    elif mode == "hang-initialize":
+        sys.stderr.write("test server: reading stdin, never answering\n")
+        sys.stderr.flush()
+        for _line in sys.stdin:
+            pass
+    elif mode == "exit-at-start":
+        sys.stderr.write("test server: fatal: missing configuration, exiting\n")
+        sys.stderr.flush()
+        sys.exit(2)
+    else:
+        sys.exit(f"unknown mode {mode!r}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""smoke-skills: SKILL.md discovery and just-in-time skills for Smoke.
+
+Registers ``list_skills`` and ``use_skill`` (group ``skills``) and the
+``smoke skills`` command. Skills are found once per agent, when its tools are
+registered. Options read from ``create_agent``: ``skills_dir`` (a path or a
+list; replaces the default folders) and ``skills`` (already loaded
+:class:`Skill` objects).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from smoke_core import hookimpl
+
+from ._loader import (
+    SkillParseError,
+    Skill,
+    default_skill_dirs,
+    discover_skills,
+    load_skills_from_dirs,
+    parse_skill_file,
+)
+
+if TYPE_CHECKING:
+    import click
+
+    from smoke_core import AgentOptions
+
+__all__ = [
+    "Skill",
+    "SkillParseError",
+    "default_skill_dirs",
+    "discover_skills",
+    "load_skills_from_dirs",
+    "parse_skill_file",
+]
+
+
+@hookimpl
+def register_tools(register: Any, options: AgentOptions) -> None:
+    from ._tools import GROUP, build_tools
+
+    skills = discover_skills(
+        workspace=options.workspace.root,
+        skills_dir=options.get("skills_dir"),
+        skills=options.get("skills"),
+    )
+    for definition in build_tools(skills):
+        register(definition, group=GROUP)
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    from ._cli import skills_command
+
+    cli.add_command(skills_command)

@@ -1,0 +1,53 @@
+"""``smoke skills``: list the skills an agent in a workspace would get."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+@click.command("skills")
+@click.option("--workspace", "-w", default=".", type=click.Path(file_okay=False), help="Workspace folder.")
+@click.option(
+    "--dir", "dirs", multiple=True, type=click.Path(), help="Search this skills folder instead of the defaults (repeatable)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def skills_command(workspace: str, dirs: tuple[str, ...], as_json: bool) -> None:
+    """List the skills found for a workspace, with their source folders.
+
+    Folders searched (first found wins by id): the workspace's .smoke/skills,
+    .claude/skills, .codex/skills, .opencode/skills, .agents/skills, the same
+    under your home folder, then ~/.config/opencode/skills.
+    """
+    from ._loader import discover_skills
+
+    root = Path(workspace).expanduser()
+    if not root.is_dir():
+        raise click.BadParameter(f"{workspace!r} is not a folder", param_hint="--workspace")
+    warnings: list[str] = []
+    skills = discover_skills(workspace=root.resolve(), skills_dir=list(dirs) if dirs else None, warnings=warnings)
+    if as_json:
+        rows = []
+        for s in skills:
+            row = s.to_dict()
+            row["model_invocable"] = s.model_invocable
+            rows.append(row)
+        click.echo(json.dumps({"skills": rows, "warnings": warnings}, indent=2, default=str))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Smoke skills ({len(skills)})")
+    for col in ("id", "description", "model", "source"):
+        table.add_column(col, overflow="fold")
+    for s in skills:
+        desc = " ".join(s.description.split())
+        if len(desc) > 100:
+            desc = desc[:99] + "…"
+        table.add_row(s.id, desc, "yes" if s.model_invocable else "no", str(s.source_dir or s.path.parent))
+    console = Console()
+    console.print(table)
+    for w in warnings:
+        click.echo(f"warning: {w}", err=True)

@@ -1,0 +1,175 @@
+"""The ``list_skills`` and ``use_skill`` tools over one agent's skills."""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING, Any
+
+from ._loader import Skill, slugify
+
+if TYPE_CHECKING:
+    from smoke_core import ToolContext, ToolDefinition
+
+GROUP = "skills"
+_DESCRIPTION_CHARS = 160
+_IDS_IN_DESCRIPTION = 40
+
+
+def instructions_for(skill: Skill) -> str:
+    """The text ``use_skill`` adds to the system prompt."""
+    return f"## Skill: {skill.name}\n\n{skill.body.strip()}"
+
+
+def _truncate(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _catalogue(skills: list[Skill]) -> str:
+    if not skills:
+        return "No skills are available."
+    return "\n".join(f"- {s.id}: {_truncate(s.description, _DESCRIPTION_CHARS) or '(no description)'}" for s in skills)
+
+
+def _find(skills: list[Skill], wanted: str) -> Skill | None:
+    by_id = {s.id: s for s in skills}
+    if wanted in by_id:
+        return by_id[wanted]
+    slug = slugify(wanted)
+    if slug in by_id:
+        return by_id[slug]
+    # A model may pass the display name ("PDF Tools") instead of the id.
+    for s in skills:
+        if s.name.strip().lower() == wanted.strip().lower():
+            return s
+    return None
+
+
+def _closest(wanted: str, ids: list[str]) -> list[str]:
+    key = slugify(wanted) or wanted.lower()
+    close = difflib.get_close_matches(key, ids, n=5, cutoff=0.5)
+    for i in ids:
+        if len(close) >= 5:
+            break
+        if i not in close and key and (key in i or i in key):
+            close.append(i)
+    return close
+
+
+def build_tools(skills: list[Skill]) -> list[ToolDefinition]:
+    """The two tools; ``skills`` is the agent's whole list (hidden ones included)."""
+    from smoke_core import ToolAnnotations, ToolDefinition, ToolError, ToolPresentation, ToolResult
+
+    visible = [s for s in skills if s.model_invocable]
+    hidden = {s.id: s for s in skills if not s.model_invocable}
+
+    def list_skills(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        text = _catalogue(visible)
+        if visible:
+            text += "\n\nCall use_skill with one of these ids to load its instructions."
+        return ToolResult.text(text, data={"skills": [s.id for s in visible]})
+
+    def use_skill(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        wanted = str(input.get("skill_id", "")).strip()
+        if not wanted:
+            raise ToolError("skill_id is empty; call list_skills to see the skill ids", code="tool_invalid_input")
+        if wanted in hidden or slugify(wanted) in hidden:
+            raise ToolError(
+                f"skill {wanted!r} is marked disable-model-invocation: only a person can invoke it. "
+                f"Call list_skills for the skills you can use."
+            )
+        skill = _find(visible, wanted)
+        if skill is None:
+            ids = [s.id for s in visible]
+            if not ids:
+                raise ToolError(f"unknown skill {wanted!r}: no skills are available in this workspace")
+            close = _closest(wanted, ids)
+            if close:
+                hint = f"closest ids: {', '.join(close)}"
+            else:
+                shown = ids[:20]
+                more = f" (and {len(ids) - len(shown)} more; call list_skills)" if len(ids) > len(shown) else ""
+                hint = f"available ids: {', '.join(shown)}{more}"
+            raise ToolError(f"unknown skill {wanted!r}; {hint}. Call use_skill again with one of them.")
+
+        added = ctx.add_instructions(instructions_for(skill))
+        lines: list[str] = []
+        if added:
+            lines.append(
+                f"Skill {skill.id!r} ({skill.name}) is loaded: its instructions are now part of your "
+                f"system prompt for the rest of this run. Follow them."
+            )
+        else:
+            lines.append(f"Skill {skill.id!r} ({skill.name}) was already loaded; its instructions are in your system prompt.")
+        files: list[str] = []
+        if skill.folder is not None:
+            ctx.workspace.allow_read(skill.folder)
+            files = skill.supporting_files()
+            lines.append(f"Skill folder (read-only): {skill.folder}")
+            if files:
+                lines.append("Supporting files (read them by absolute path when the instructions refer to them):")
+                lines.extend(f"- {skill.folder / f}" for f in files)
+            else:
+                lines.append("The skill has no supporting files.")
+        else:
+            ctx.workspace.allow_read(skill.path)
+            lines.append(f"The skill is a single file ({skill.path}); it has no supporting files.")
+        if skill.allowed_tools:
+            lines.append(f"Tools the skill expects: {', '.join(skill.allowed_tools)}")
+        return ToolResult.text(
+            "\n".join(lines),
+            data={
+                "skill_id": skill.id,
+                "name": skill.name,
+                "folder": str(skill.folder) if skill.folder else None,
+                "path": str(skill.path),
+                "files": files,
+                "added": added,
+            },
+        )
+
+    ids = [s.id for s in visible]
+    listed = ", ".join(ids[:_IDS_IN_DESCRIPTION]) + (", …" if len(ids) > _IDS_IN_DESCRIPTION else "")
+    use_description = (
+        "Load a skill: its instructions are added to your system prompt from your next turn on, for the rest "
+        "of the run, and you get the skill's folder and supporting files (readable by absolute path even "
+        "outside the workspace, read-only). Use a skill when the task matches its description; call "
+        "list_skills first if you do not know the ids. skill_id must be an id exactly as list_skills shows it."
+    )
+    if listed:
+        use_description += f" Available ids: {listed}."
+    return [
+        ToolDefinition(
+            name="list_skills",
+            description=(
+                "List the skills available in this workspace: one line per skill, its id and what it is for "
+                "(descriptions are truncated). Takes no arguments. Then call use_skill with an id."
+            ),
+            input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+            annotations=ToolAnnotations(title="List skills", read_only_hint=True),
+            presentation=ToolPresentation(label="List skills", icon="📚", tone="info", group=GROUP),
+            execute=list_skills,
+            group=GROUP,
+            blocking=False,
+        ),
+        ToolDefinition(
+            name="use_skill",
+            description=use_description,
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "skill_id": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "The skill's id, as list_skills shows it (e.g. 'pdf-tools').",
+                    }
+                },
+                "required": ["skill_id"],
+                "additionalProperties": False,
+            },
+            annotations=ToolAnnotations(title="Use skill", read_only_hint=True),
+            presentation=ToolPresentation(label="Use skill", icon="🎓", tone="info", group=GROUP),
+            execute=use_skill,
+            group=GROUP,
+        ),
+    ]

@@ -1,0 +1,51 @@
+"""smoke-tools-terminal: ``run_command`` and ``run_test`` (group ``terminal``).
+
+Commands run in their own process group with stdin closed; on timeout or
+abort the whole group is killed (TERM, then KILL). Background processes are
+tracked per run and stopped by ``after_run`` / ``close_agent``.
+
+Importing this module is cheap: the tools are built on ``register_tools``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from smoke_core import hookimpl
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from smoke_core.agent import Agent
+    from smoke_core.run import RunHandle
+
+__all__ = ["after_run", "close_agent", "register_tools"]
+
+
+@hookimpl
+def register_tools(register: Callable[..., Any]) -> None:
+    from ._tools import build_tools
+
+    for tool in build_tools():
+        register(tool, group="terminal")
+
+
+@hookimpl
+async def after_run(run: RunHandle) -> None:
+    """Stop the background processes this run started (whole process groups)."""
+    from ._tools import STATE_KEY, stop_tracked
+
+    tracked = run.state.pop(STATE_KEY, None) or {}
+    if tracked:
+        await stop_tracked(list(tracked.values()))
+
+
+@hookimpl
+async def close_agent(agent: Agent) -> None:
+    """Stop any background process of this agent that is still tracked."""
+    from ._tools import LIVE, stop_tracked
+
+    owner = id(agent.options)
+    mine = [bg for bg in LIVE.values() if bg.owner == owner]
+    if mine:
+        await stop_tracked(mine)

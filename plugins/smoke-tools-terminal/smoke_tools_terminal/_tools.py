@@ -1,0 +1,387 @@
+"""The ``run_command`` and ``run_test`` tools."""
+
+from __future__ import annotations
+
+import re
+import signal
+from pathlib import Path
+from typing import Any
+
+from smoke_core.context import ToolContext
+from smoke_core.errors import ToolError
+from smoke_core.tools import ToolAnnotations, ToolDefinition, ToolPresentation, ToolResult
+
+from . import _process
+from ._process import BackgroundProcess, OutputCapture
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+#: Characters of output kept for the model; the rest goes to the spill file.
+DEFAULT_OUTPUT_LIMIT = 16_000
+#: ``ctx.state`` key holding ``{pid: BackgroundProcess}`` for the run.
+STATE_KEY = "smoke_tools_terminal.background"
+#: Every background process still tracked, by pid (for ``close_agent``).
+LIVE: dict[int, BackgroundProcess] = {}
+
+
+def _option(ctx: ToolContext, name: str, default: Any) -> Any:
+    options = ctx.options
+    getter = getattr(options, "get", None)
+    if getter is None:
+        return default
+    value = getter(name, None)
+    return default if value is None else value
+
+
+# ---------------------------------------------------------------- descriptions
+
+RUN_COMMAND_DESCRIPTION = """\
+Run a shell command (bash -c) in the workspace and return its output and exit code.
+- Non-interactive: stdin is closed and CI=true, TERM=dumb, NO_COLOR=1 are set. Never run commands that wait for input, open an editor or a pager; pass flags such as -y / --no-edit.
+- `workdir`: a folder inside the workspace, relative to its root (default: the root).
+- The command and every process it started are killed after `timeout_ms` (default 120000, at most 600000). Processes it leaves running when it exits are stopped too.
+- A non-zero exit code is reported in the result, not raised. Long output is cut to its head and tail, and the full output is saved to a file whose path is given.
+- For servers and watchers set `background: true`: the call returns at once with the pid and a log file path, and the process is stopped when the run ends.
+- Use run_test for test suites. Prefer the dedicated file and search tools, when available, over cat/sed/grep/find."""
+
+RUN_TEST_DESCRIPTION = """\
+Run the project's tests or a check (e.g. `pytest -q tests/test_x.py`, `npm test`, `cargo test`, `go test ./...`) and report pass/fail with the counts found and the end of the output.
+- Same rules as run_command: non-interactive (stdin closed, CI=true), `workdir` inside the workspace, killed with all its processes after `timeout_ms` (default 120000, at most 600000).
+- A failing test run is a normal result (exit code and counts are reported), not an error. Run the narrowest test that checks your change first."""
+
+_TIMEOUT_SCHEMA = {
+    "type": "integer",
+    "minimum": 1,
+    "description": f"Kill the command after this many milliseconds (default {DEFAULT_TIMEOUT_MS}, at most {MAX_TIMEOUT_MS}).",
+}
+_WORKDIR_SCHEMA = {
+    "type": "string",
+    "description": "Folder to run in, relative to the workspace root (default: the root).",
+}
+
+RUN_COMMAND_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "minLength": 1, "description": "The command line, run with bash -c."},
+        "workdir": _WORKDIR_SCHEMA,
+        "timeout_ms": _TIMEOUT_SCHEMA,
+        "env": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "Extra environment variables for this command.",
+        },
+        "background": {
+            "type": "boolean",
+            "description": "Start it and return at once (servers, watchers); it is stopped when the run ends.",
+        },
+    },
+    "required": ["command"],
+    "additionalProperties": False,
+}
+
+RUN_TEST_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "minLength": 1, "description": "The test command line, run with bash -c."},
+        "workdir": _WORKDIR_SCHEMA,
+        "timeout_ms": _TIMEOUT_SCHEMA,
+    },
+    "required": ["command"],
+    "additionalProperties": False,
+}
+
+
+# ---------------------------------------------------------------- shared steps
+
+
+def _resolve_workdir(ctx: ToolContext, workdir: str | None) -> Path:
+    path = ctx.workspace.resolve(workdir)
+    if not path.exists():
+        raise ToolError(
+            f"workdir {workdir!r} does not exist in the workspace {ctx.workspace.root}; "
+            f"pass an existing folder (relative to the workspace root) or leave workdir out"
+        )
+    if not path.is_dir():
+        raise ToolError(f"workdir {workdir!r} is a file, not a folder; pass the folder that contains it")
+    return path
+
+
+def _timeout(ctx: ToolContext, timeout_ms: int | None) -> tuple[float, str | None]:
+    max_ms = int(_option(ctx, "terminal_max_timeout_ms", MAX_TIMEOUT_MS))
+    default_ms = int(_option(ctx, "terminal_timeout_ms", DEFAULT_TIMEOUT_MS))
+    ms = default_ms if timeout_ms is None else int(timeout_ms)
+    note = None
+    if ms > max_ms:
+        note = f"timeout_ms {ms} is above the limit; {max_ms} was used"
+        ms = max_ms
+    return ms / 1000, note
+
+
+def _env(extra: dict[str, Any] | None) -> dict[str, str]:
+    try:
+        return _process.command_env(extra)
+    except ValueError as exc:
+        raise ToolError(f"{exc}; fix the env argument and call again") from None
+
+
+def _check_command(command: Any) -> str:
+    if not isinstance(command, str) or not command.strip():
+        raise ToolError("command is empty; give the command line to run")
+    if "\x00" in command:
+        raise ToolError("command contains a NUL byte; remove it and call again")
+    return command
+
+
+def _signal_name(code: int | None) -> str | None:
+    if code is None or code >= 0:
+        return None
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+async def _execute(
+    ctx: ToolContext, input: dict[str, Any], *, head_share: float
+) -> tuple[dict[str, Any], str, list[str]]:
+    """Run the command in the foreground. Returns (data, output text, notes)."""
+    command = _check_command(input.get("command"))
+    cwd = _resolve_workdir(ctx, input.get("workdir"))
+    timeout_s, timeout_note = _timeout(ctx, input.get("timeout_ms"))
+    env = _env(input.get("env"))
+    limit = int(_option(ctx, "terminal_output_limit", DEFAULT_OUTPUT_LIMIT))
+    spill = lambda: ctx.artifacts_dir / f"{_process.safe_file_stem(ctx.tool_call_id)}.log"  # noqa: E731
+    capture = OutputCapture(limit, spill, head_share=head_share)
+
+    def on_output(text: str, stream: str) -> None:
+        capture.write(text)
+        ctx.emit_output(text, stream=stream)
+
+    try:
+        outcome = await _process.run_in_group(
+            _process.shell_argv(command),
+            cwd=cwd,
+            env=env,
+            timeout_s=timeout_s,
+            cancelled=ctx.cancelled,
+            on_output=on_output,
+        )
+    except RuntimeError as exc:
+        raise ToolError(f"{exc}; check the command and the workdir") from None
+    finally:
+        capture.close()
+    output = capture.render(ctx.workspace.relative)
+    notes: list[str] = []
+    if timeout_note:
+        notes.append(timeout_note)
+    data: dict[str, Any] = {
+        "exit_code": outcome.exit_code,
+        "timed_out": outcome.timed_out,
+        "aborted": outcome.aborted,
+        "duration_ms": round(outcome.duration_ms, 1),
+        "pid": outcome.pid,
+        "workdir": ctx.workspace.relative(cwd),
+        "output_chars": capture.total_chars,
+        "truncated": capture.truncated,
+    }
+    if capture.path is not None:
+        data["log_path"] = str(capture.path)
+    sig = _signal_name(outcome.exit_code)
+    if sig:
+        data["signal"] = sig
+    if outcome.timed_out:
+        notes.append(
+            f"timed out after {timeout_s:g} s: the command and every process it started were killed. "
+            f"Raise timeout_ms (at most {MAX_TIMEOUT_MS}), run a narrower command, or use background: true for servers"
+        )
+    elif outcome.aborted:
+        notes.append("aborted: the run was stopped, so the command and every process it started were killed")
+    if outcome.leftovers_stopped and not (outcome.timed_out or outcome.aborted):
+        notes.append(
+            "processes the command left running were stopped; use background: true to keep a server running"
+        )
+    if outcome.exit_code == 127 and not outcome.timed_out:
+        notes.append("exit code 127 means the command was not found: check the program name, PATH, or install it")
+    return data, output, notes
+
+
+def _status_line(data: dict[str, Any]) -> str:
+    code = data["exit_code"]
+    parts = [f"exit code {code}"]
+    if data.get("signal"):
+        parts.append(f"killed by {data['signal']}")
+    parts.append(f"{data['duration_ms'] / 1000:.1f} s")
+    return "[" + ", ".join(parts) + "]"
+
+
+def _result(text: str, data: dict[str, Any], ok: bool) -> ToolResult:
+    result = ToolResult.text(text, data=data)
+    result.presentation = ToolPresentation(tone="success" if ok else "error")
+    return result
+
+
+# ---------------------------------------------------------------- run_command
+
+
+async def run_command(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    if input.get("background"):
+        return await _run_background(input, ctx)
+    data, output, notes = await _execute(ctx, input, head_share=0.3)
+    where = "" if data["workdir"] == "." else f" (in {data['workdir']})"
+    lines = [f"$ {input['command']}{where}", output.rstrip("\n") if output.strip() else "(no output)"]
+    lines.append(_status_line(data))
+    lines.extend(f"Note: {n}" for n in notes)
+    ok = data["exit_code"] == 0 and not data["timed_out"] and not data["aborted"]
+    return _result("\n".join(lines), data, ok)
+
+
+async def _run_background(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    command = _check_command(input.get("command"))
+    cwd = _resolve_workdir(ctx, input.get("workdir"))
+    env = _env(input.get("env"))
+    log_path = ctx.artifacts_dir / f"{_process.safe_file_stem(ctx.tool_call_id)}.log"
+    import asyncio
+
+    try:
+        popen = await asyncio.to_thread(
+            _process.start_background, _process.shell_argv(command), cwd=cwd, env=env, log_path=log_path
+        )
+    except (OSError, ValueError) as exc:
+        raise ToolError(f"could not start the command: {exc}; check the command and the workdir") from None
+    bg = BackgroundProcess(pid=popen.pid, command=command, log_path=log_path, popen=popen, owner=id(ctx.options))
+    ctx.state.setdefault(STATE_KEY, {})[bg.pid] = bg
+    LIVE[bg.pid] = bg
+    rel = ctx.workspace.relative(log_path)
+    text = (
+        f"Started in the background: pid {bg.pid} (its own process group), in {ctx.workspace.relative(cwd)}.\n"
+        f"Output goes to {rel}; read it with read_file (or `tail -n 50 {rel}` via run_command).\n"
+        f"It is stopped when the run ends; stop it earlier with run_command `kill -TERM -{bg.pid}`."
+    )
+    data = {
+        "pid": bg.pid,
+        "background": True,
+        "log_path": str(log_path),
+        "exit_code": None,
+        "timed_out": False,
+        "workdir": ctx.workspace.relative(cwd),
+    }
+    return _result(text, data, True)
+
+
+async def stop_tracked(processes: list[BackgroundProcess]) -> list[int]:
+    """Stop background processes (whole groups) and forget them. Returns the pids."""
+    import asyncio
+
+    await asyncio.gather(*(_process.stop_background(bg) for bg in processes), return_exceptions=True)
+    for bg in processes:
+        LIVE.pop(bg.pid, None)
+    return [bg.pid for bg in processes]
+
+
+# ---------------------------------------------------------------- run_test
+
+
+async def run_test(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    data, output, notes = await _execute(ctx, input, head_share=0.2)
+    summary = summarize_tests(output)
+    data.update(summary)
+    passed = data["exit_code"] == 0 and not data["timed_out"] and not data["aborted"]
+    data["status"] = "timed_out" if data["timed_out"] else "aborted" if data["aborted"] else "passed" if passed else "failed"
+    counts = ", ".join(f"{summary[k]} {k}" for k in _COUNT_ORDER if k in summary)
+    if data["timed_out"]:
+        head = "Tests timed out"
+    elif data["aborted"]:
+        head = "Tests aborted"
+    else:
+        head = "Tests passed" if passed else "Tests FAILED"
+    headline = f"{head} (exit code {data['exit_code']}" + (f"; {counts})" if counts else ")")
+    where = "" if data["workdir"] == "." else f" (in {data['workdir']})"
+    lines = [headline, f"$ {input['command']}{where}", output.rstrip("\n") if output.strip() else "(no output)"]
+    lines.append(_status_line(data))
+    lines.extend(f"Note: {n}" for n in notes)
+    return _result("\n".join(lines), data, passed)
+
+
+_COUNT_ORDER = ("failed", "errors", "passed", "skipped", "xfailed", "xpassed", "total")
+_PYTEST_LINE = re.compile(r"\b\d+ (passed|failed|errors?|skipped|xfailed|xpassed)\b")
+_PAIR = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|total|todo)\b")
+
+
+def summarize_tests(output: str) -> dict[str, Any]:
+    """Pass/fail counts from common runners' summary lines (pytest, unittest,
+    jest/vitest, cargo, go). Empty when none is recognised."""
+    lines = output.splitlines()
+    for line in reversed(lines):
+        # jest / vitest: "Tests:       1 failed, 3 passed, 4 total" / "Tests  1 failed | 3 passed (4)"
+        m = re.match(r"^\s*Tests:?\s+(.*)$", line)
+        if m:
+            counts = _counts(m.group(1))
+            if counts:
+                return {"framework": "jest", **counts}
+        # cargo: "test result: FAILED. 3 passed; 1 failed; 0 ignored"
+        m = re.search(r"test result: (ok|FAILED)\. (\d+) passed; (\d+) failed", line)
+        if m:
+            return {"framework": "cargo", "passed": int(m.group(2)), "failed": int(m.group(3))}
+        if _PYTEST_LINE.search(line) and ("=" in line or re.search(r" in [\d.]+s", line)):
+            counts = _counts(line)
+            if counts:
+                return {"framework": "pytest", **counts}
+        if re.search(r"\bno tests ran\b", line):
+            return {"framework": "pytest", "passed": 0}
+    # unittest: "Ran 5 tests in 0.01s" then "OK" / "FAILED (failures=1, errors=2)"
+    ran = next((int(m.group(1)) for line in lines if (m := re.match(r"^Ran (\d+) tests? in", line))), None)
+    if ran is not None:
+        failed = errors = 0
+        for line in lines:
+            m = re.match(r"^FAILED \((.*)\)", line)
+            if m:
+                found = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1)))
+                failed, errors = found.get("failures", 0), found.get("errors", 0)
+        out: dict[str, Any] = {"framework": "unittest", "total": ran, "passed": ran - failed - errors, "failed": failed}
+        if errors:
+            out["errors"] = errors
+        return out
+    # go test: "--- FAIL: TestX" / "--- PASS: TestY"
+    go_fail = sum(1 for line in lines if line.lstrip().startswith("--- FAIL:"))
+    go_pass = sum(1 for line in lines if line.lstrip().startswith("--- PASS:"))
+    if go_fail or go_pass:
+        return {"framework": "go", "passed": go_pass, "failed": go_fail}
+    return {}
+
+
+def _counts(text: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for num, word in _PAIR.findall(text):
+        key = "errors" if word.startswith("error") else word
+        counts[key] = counts.get(key, 0) + int(num)
+    return counts
+
+
+# ---------------------------------------------------------------- definitions
+
+
+def build_tools() -> list[ToolDefinition]:
+    return [
+        ToolDefinition(
+            name="run_command",
+            description=RUN_COMMAND_DESCRIPTION,
+            input_schema=RUN_COMMAND_SCHEMA,
+            annotations=ToolAnnotations(
+                title="Run command", read_only_hint=False, destructive_hint=True, open_world_hint=True
+            ),
+            presentation=ToolPresentation(label="Run command", icon="💻", tone="warning", group="terminal"),
+            execute=run_command,
+            group="terminal",
+        ),
+        ToolDefinition(
+            name="run_test",
+            description=RUN_TEST_DESCRIPTION,
+            input_schema=RUN_TEST_SCHEMA,
+            annotations=ToolAnnotations(
+                title="Run tests", read_only_hint=False, destructive_hint=True, open_world_hint=True
+            ),
+            presentation=ToolPresentation(label="Run tests", icon="🧪", tone="warning", group="terminal"),
+            execute=run_test,
+            group="terminal",
+        ),
+    ]

@@ -1,0 +1,163 @@
+"""``smoke demo``: an offline simulated model driving the real harness.
+
+Only the model's turns are scripted. The tools are the real tool plugins
+(filesystem, search, terminal, agent), the hooks, permissions and events are
+the real ones, the sample project is copied to a temporary folder, its file
+really changes and its tests really run — failing before the fix and passing
+after it.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..providers import ModelRequest
+from ..testing import ScriptedProvider
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+
+DEMO_TASK = (
+    "The tests of the stats package fail: median() gives wrong answers for some inputs. "
+    "Find the bug, fix it, and make the tests pass."
+)
+SIMULATION_LABEL = "simulated model (offline demo: the model's turns are scripted; tools, files and tests are real)"
+REQUIRED_GROUPS = ("filesystem", "search", "terminal", "agent")
+REQUIRED_PACKAGES = "smoke-tools-filesystem smoke-tools-search smoke-tools-terminal smoke-tools-agent"
+
+
+def sample_project_source() -> Path:
+    return Path(str(resources.files(__package__) / "sample_project"))
+
+
+def copy_sample_project(dest: str | Path | None = None) -> Path:
+    """Copy the bundled sample project to ``dest`` (a new temp folder by default)."""
+    target = Path(dest) if dest is not None else Path(tempfile.mkdtemp(prefix="smoke-demo-")) / "stats-project"
+    shutil.copytree(sample_project_source(), target, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return target
+
+
+def _test_command() -> str:
+    return f"{shlex.quote(sys.executable)} -m unittest discover -s tests -v"
+
+
+def _last_tool_text(request: ModelRequest) -> str:
+    for message in reversed(request.messages):
+        if message["role"] == "tool":
+            return "\n".join(
+                c.get("text", "")
+                for block in message["content"]
+                for c in block.get("content", [])
+                if c.get("type") == "text"
+            )
+    return ""
+
+
+def demo_turns() -> list[Any]:
+    """The scripted turns of the simulated model."""
+    test_cmd = _test_command()
+
+    def after_first_test(request: ModelRequest) -> dict[str, Any]:
+        output = _last_tool_text(request)
+        failing = "FAILED" in output or "exit code 1" in output
+        text = (
+            "The median tests fail as reported (unsorted input gives the wrong middle value). "
+            "median() takes the middle element without sorting first; sorting the copy fixes it."
+            if failing
+            else "The tests pass already; I'll still make median() robust to unsorted input."
+        )
+        return {
+            "text": text,
+            "tool_calls": [
+                {
+                    "name": "edit_file",
+                    "input": {
+                        "path": "stats/core.py",
+                        "old_string": (
+                            '    values = list(values)\n    if not values:\n        raise ValueError("median() of an empty sequence")'
+                        ),
+                        "new_string": (
+                            '    values = sorted(values)\n    if not values:\n        raise ValueError("median() of an empty sequence")'
+                        ),
+                    },
+                }
+            ],
+        }
+
+    def after_second_test(request: ModelRequest) -> dict[str, Any]:
+        output = _last_tool_text(request)
+        passed = "OK" in output and "FAILED" not in output
+        summary = (
+            "Fixed median() in stats/core.py: it now sorts a copy of its input before taking the middle "
+            "value. All 7 tests pass (python -m unittest)."
+            if passed
+            else "I changed median() to sort its input, but the tests still fail; see the output above."
+        )
+        return {
+            "text": "All tests pass now." if passed else "The tests still fail.",
+            "tool_calls": [
+                {"name": "todo_write", "input": {"todos": [
+                    {"content": "Reproduce the failing median tests", "status": "completed"},
+                    {"content": "Fix median() for unsorted input", "status": "completed"},
+                    {"content": "Run the test suite", "status": "completed" if passed else "in_progress"},
+                ]}},
+                {"name": "finish_task", "input": {"summary": summary}},
+            ],
+        }
+
+    return [
+        {"text": "I'll start by looking at the project layout.",
+         "tool_calls": [{"name": "list_directory", "input": {"path": "."}}]},
+        {"text": "Let me find where median() is defined.",
+         "tool_calls": [{"name": "grep", "input": {"pattern": "def median", "path": "."}}]},
+        {"text": "Reading the implementation.",
+         "tool_calls": [{"name": "read_file", "input": {"path": "stats/core.py"}}]},
+        {"text": "Here is my plan.",
+         "tool_calls": [{"name": "todo_write", "input": {"todos": [
+             {"content": "Reproduce the failing median tests", "status": "in_progress"},
+             {"content": "Fix median() for unsorted input", "status": "pending"},
+             {"content": "Run the test suite", "status": "pending"},
+         ]}}]},
+        {"text": "Running the tests to see the failure.",
+         "tool_calls": [{"name": "run_test", "input": {"command": test_cmd}}]},
+        after_first_test,
+        {"text": "Running the tests again.",
+         "tool_calls": [{"name": "run_test", "input": {"command": test_cmd}}]},
+        after_second_test,
+    ]
+
+
+class DemoProvider(ScriptedProvider):
+    """The simulated model of ``smoke demo`` (provider name ``demo``)."""
+
+    name = "demo"
+
+    def __init__(self, *, model: str | None = None, **_: Any) -> None:
+        super().__init__(demo_turns(), model=model or "smoke-demo-simulated", chunk_size=14)
+
+
+def create_demo_agent(
+    workspace: str | Path | None = None, *, auto_approve: bool = False, **kwargs: Any
+) -> tuple[Agent, Path]:
+    """An agent on a fresh copy of the sample project, driven by :class:`DemoProvider`.
+
+    ``workspace`` (optional) is where to copy the project. Other keyword
+    arguments go to :func:`~smoke_core.create_agent`.
+    """
+    from ..agent import create_agent
+
+    project = copy_sample_project(workspace)
+    agent = create_agent(project, provider=DemoProvider(), auto_approve=auto_approve, **kwargs)
+    missing = [g for g in REQUIRED_GROUPS if not any(t.group == g for t in agent.tools.values())]
+    if missing:
+        raise RuntimeError(
+            f"smoke demo needs the tool groups {', '.join(missing)}: pip install {REQUIRED_PACKAGES}"
+        )
+    return agent, project

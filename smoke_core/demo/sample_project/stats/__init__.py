@@ -1,0 +1,3 @@
+from .core import mean, median, mode
+
+__all__ = ["mean", "median", "mode"]
