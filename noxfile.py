@@ -20,7 +20,7 @@ nox.options.sessions = ["core", "plugin", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = False
 
-TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24"]
+TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "setuptools>=70.1"]
 
 
 def _env() -> dict[str, str]:

@@ -48,6 +48,19 @@ def register_tools(register: Callable[..., ToolDefinition], options: AgentOption
     :return: ignored.
     :raises: a raise here aborts ``create_agent`` with the plugin named —
         a broken tool set must not start silently.
+
+    Example::
+
+        @hookimpl
+        def register_tools(register, options):
+            from smoke_core import tool
+
+            @tool(read_only=True, presentation={"label": "Word count", "icon": "🔢"})
+            def word_count(text: str) -> str:
+                "Count the words in text."
+                return str(len(text.split()))
+
+            register(word_count, group="text")
     """
 
 
@@ -63,6 +76,16 @@ def register_providers(register: Callable[..., None]) -> None:
     :return: ignored.
     :raises: the plugin is reported as broken in ``smoke plugins`` and its
         providers are absent; other plugins are unaffected.
+
+    Example::
+
+        @hookimpl
+        def register_providers(register):
+            def factory(model=None, api_key=None, **kw):
+                from my_package.client import MyProvider  # heavy imports here
+                return MyProvider(model=model, api_key=api_key)
+
+            register("mine", factory, env_var="MINE_API_KEY", default_model="mine-1")
     """
 
 
@@ -77,6 +100,17 @@ def register_commands(cli: click.Group) -> None:
     :return: ignored.
     :raises: the plugin's commands are skipped and it is reported as broken
         in ``smoke plugins``.
+
+    Example::
+
+        @hookimpl
+        def register_commands(cli):
+            import click
+
+            @cli.command("hello")
+            def hello():
+                "Say hello."
+                click.echo("hello")
     """
 
 
@@ -97,6 +131,15 @@ def before_run(run: RunHandle) -> None:
     :return: ignored.
     :raises: fail-open — reported as a ``run.warning`` (``hook_failed``),
         the run goes on.
+
+    Example::
+
+        @hookimpl
+        async def before_run(run):
+            if await run.request_permission(kind="service", name="db", reason="open the database"):
+                run.register_tool(make_query_tool())
+            else:
+                run.warn("database tools are off for this run")
     """
 
 
@@ -109,13 +152,30 @@ def after_run(run: RunHandle, status: str, error: AgentErrorInfo | None) -> None
     :param error: the run's error, or None.
     :return: ignored.
     :raises: fail-open — logged and ignored.
+
+    Example::
+
+        @hookimpl
+        def after_run(run, status, error):
+            metrics.record(run.run_id, status, run.usage.total_tokens)
     """
 
 
 @hookspec
 def close_agent(agent: Agent) -> None:
     """Called by ``await agent.aclose()`` so plugins release what they hold
-    (MCP sessions, background processes). Fail-open."""
+    (MCP sessions, background processes).
+
+    :param agent: the :class:`~smoke_core.agent.Agent` being closed.
+    :return: ignored.
+    :raises: fail-open — logged and ignored.
+
+    Example::
+
+        @hookimpl
+        async def close_agent(agent):
+            await my_connections.pop(agent).aclose()
+    """
 
 
 # ---------------------------------------------------------------- model calls
@@ -171,6 +231,13 @@ def after_model_call(
     :param error: the classified error, or None.
     :return: ignored (observe only).
     :raises: fail-open — logged and ignored.
+
+    Example::
+
+        @hookimpl
+        def after_model_call(usage, duration_ms, error):
+            log.info("model call: %s tokens in %.0f ms (%s)", usage["total_tokens"], duration_ms,
+                     error.code if error else "ok")
     """
 
 
@@ -226,4 +293,10 @@ def after_tool_call(
         ``tool_failed``, ...), or None on success.
     :return: ignored (observe only).
     :raises: fail-open — logged and ignored.
+
+    Example::
+
+        @hookimpl
+        def after_tool_call(tool_name, blocked, error, duration_ms):
+            audit.write(tool_name, blocked=blocked, error=error and error.code, ms=duration_ms)
     """

@@ -4,6 +4,7 @@ decorator, the registry and the group constants."""
 from __future__ import annotations
 
 import inspect
+import sys
 import typing
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal
@@ -264,9 +265,16 @@ def tool(
             return str(len(text.split()))
     """
 
+    # Annotations may name things local to the caller (string annotations
+    # under `from __future__ import annotations`); resolve them there too.
+    caller_locals = dict(sys._getframe(1).f_locals)
+
     def wrap(func: Callable[..., Any]) -> ToolDefinition:
         sig = inspect.signature(func)
-        hints = typing.get_type_hints(func, include_extras=False)
+        try:
+            hints = typing.get_type_hints(func, localns=caller_locals)
+        except NameError as exc:
+            raise TypeError(f"@tool {func.__name__}: cannot resolve an annotation ({exc})") from None
         properties: dict[str, Any] = {}
         required: list[str] = []
         wants_ctx = False

@@ -358,3 +358,80 @@ async def test_tool_result_presentation_wins(workspace):
     await agent.run("go")
     assert done[0].data["presentation"]["tone"] == "success"
     assert done[0].data["presentation"]["label"] == "Base"
+
+
+# ------------------------------------------------------------ registration hooks
+
+
+def test_register_providers_and_model_prefix(workspace, monkeypatch):
+    made = []
+
+    class Fake:
+        def __init__(self, model, api_key, user_id):
+            self.name, self.model, self.api_key, self.user_id = "fake", model, api_key, user_id
+
+        async def stream(self, request):
+            yield  # pragma: no cover
+
+    class Providers:
+        @hookimpl
+        def register_providers(self, register):
+            def factory(model=None, api_key=None, user_id=None, **kw):
+                made.append(kw)
+                from smoke_core.providers import resolve_api_key
+
+                return Fake(model, resolve_api_key(api_key, "fake", user_id, "FAKE_API_KEY"), user_id)
+
+            register("fake", factory, env_var="FAKE_API_KEY", default_model="fake-1")
+
+    class Broken:
+        @hookimpl
+        def register_providers(self, register):
+            raise RuntimeError("broken provider plugin")
+
+    monkeypatch.setenv("FAKE_API_KEY", "from-env")
+    agent = create_agent(workspace, provider="fake", plugins=[Providers(), Broken()])
+    assert agent.provider.model == "fake-1" and agent.provider.api_key == "from-env"
+    agent = create_agent(workspace, model="fake:big", api_key=lambda p, u: f"{p}-{u}", user_id="u1",
+                         plugins=[Providers()])
+    assert agent.provider.model == "big" and agent.provider.api_key == "fake-u1"
+    assert "fake" in agent.providers.names() and "demo" in agent.providers.names()
+
+
+async def test_close_agent_hook(workspace):
+    closed = []
+
+    class Holder:
+        @hookimpl
+        async def close_agent(self, agent):
+            closed.append(agent)
+
+    agent, _ = make(workspace, ["ok"], plugins=[Holder()])
+    async with agent:
+        await agent.run("go")
+    assert closed == [agent]
+
+
+def test_register_tools_raise_names_the_plugin(workspace):
+    class Bad:
+        __name__ = "bad-tools"
+
+        @hookimpl
+        def register_tools(self, register, options):
+            raise OSError("cannot read config")
+
+    with pytest.raises(RuntimeError, match="bad-tools.*cannot read config"):
+        create_agent(workspace, provider=ScriptedProvider([]), plugins=[Bad()])
+
+
+def test_register_tools_gets_plugin_options(workspace):
+    seen = {}
+
+    class Reader:
+        @hookimpl
+        def register_tools(self, options):
+            seen["servers"] = options.get("mcp_servers")
+            seen["root"] = options.workspace.root
+
+    create_agent(workspace, provider=ScriptedProvider([]), plugins=[Reader()], mcp_servers={"x": {}})
+    assert seen == {"servers": {"x": {}}, "root": workspace.resolve()}

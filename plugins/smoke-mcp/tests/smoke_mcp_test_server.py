@@ -9,13 +9,13 @@ Modes (first argument):
   exit-at-start    writes a message to stderr and exits with status 2
 """
 
-from __future__ import annotations
+
 
 import os
 import sys
 
 
-def build_server():  # type: ignore[no-untyped-def]
+def build_server():  # type: ignore[no-untyped-def]  # noqa: ANN201
     import anyio
     from mcp.server.mcpserver import Image, MCPServer
     from mcp.types import ToolAnnotations

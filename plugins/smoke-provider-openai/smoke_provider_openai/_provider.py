@@ -101,7 +101,7 @@ class OpenAIChatProvider:
         body = build_body(request, model=request.model or self.model, stream=streaming, settings=settings)
         headers = {
             "content-type": "application/json",
-            "accept": "text/event-stream" if streaming else "application/json",
+            "accept": "application/json",  # what the official SDKs send, streaming or not
             **self.headers,
         }
         if key:

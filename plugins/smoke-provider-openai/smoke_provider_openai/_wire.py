@@ -84,7 +84,7 @@ def to_wire_messages(request: ModelRequest) -> list[dict[str, Any]]:
                 {
                     "id": b["id"],
                     "type": "function",
-                    "function": {"name": b["name"], "arguments": json.dumps(b.get("input") or {})},
+                    "function": {"name": b["name"], "arguments": json.dumps(b.get("input") or {}, separators=(",", ":"))},
                 }
                 for b in blocks
                 if b.get("type") == "tool_call"

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from smoke_core import hookimpl
 
 from ._loader import (
-    SkillParseError,
     Skill,
+    SkillParseError,
     default_skill_dirs,
     discover_skills,
     load_skills_from_dirs,

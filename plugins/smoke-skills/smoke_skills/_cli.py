@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import click
 
 
 @click.command("skills")
-@click.option("--workspace", "-w", default=".", type=click.Path(file_okay=False), help="Workspace folder.")
 @click.option(
-    "--dir", "dirs", multiple=True, type=click.Path(), help="Search this skills folder instead of the defaults (repeatable)."
+    "--workspace", "-w", default=".", type=click.Path(file_okay=False), help="Workspace folder."
+)
+@click.option(
+    "--dir",
+    "dirs",
+    multiple=True,
+    type=click.Path(),
+    help="Search this skills folder instead of the defaults (repeatable).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def skills_command(workspace: str, dirs: tuple[str, ...], as_json: bool) -> None:
@@ -27,7 +34,16 @@ def skills_command(workspace: str, dirs: tuple[str, ...], as_json: bool) -> None
     if not root.is_dir():
         raise click.BadParameter(f"{workspace!r} is not a folder", param_hint="--workspace")
     warnings: list[str] = []
-    skills = discover_skills(workspace=root.resolve(), skills_dir=list(dirs) if dirs else None, warnings=warnings)
+    logger = logging.getLogger("smoke.skills")
+    was_disabled = logger.disabled
+    logger.disabled = True  # the warnings are printed below, once
+    try:
+        skills = discover_skills(
+            workspace=root.resolve(), skills_dir=list(dirs) if dirs else None, warnings=warnings
+        )
+    finally:
+        logger.disabled = was_disabled
+    skills.sort(key=lambda s: s.id)
     if as_json:
         rows = []
         for s in skills:
@@ -46,7 +62,9 @@ def skills_command(workspace: str, dirs: tuple[str, ...], as_json: bool) -> None
         desc = " ".join(s.description.split())
         if len(desc) > 100:
             desc = desc[:99] + "…"
-        table.add_row(s.id, desc, "yes" if s.model_invocable else "no", str(s.source_dir or s.path.parent))
+        table.add_row(
+            s.id, desc, "yes" if s.model_invocable else "no", str(s.source_dir or s.path.parent)
+        )
     console = Console()
     console.print(table)
     for w in warnings:

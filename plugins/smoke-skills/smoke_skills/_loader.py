@@ -30,7 +30,9 @@ SKILL_SUBDIRS: tuple[str, ...] = (
 EXTRA_HOME_DIRS: tuple[str, ...] = (".config/opencode/skills",)
 
 # Markdown files next to skills that are documentation, not skills.
-_NOT_SKILLS = frozenset({"readme.md", "license.md", "changelog.md", "contributing.md", "agents.md", "claude.md"})
+_NOT_SKILLS = frozenset(
+    {"readme.md", "license.md", "changelog.md", "contributing.md", "agents.md", "claude.md"}
+)
 # Folders never worth walking into.
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", ".hg", ".svn"})
 _MAX_SUPPORTING_FILES = 200
@@ -125,7 +127,9 @@ def skill_id_for(path: Path) -> str:
 # ---------------------------------------------------------------- parsing
 
 
-def parse_skill_file(path: str | os.PathLike[str], *, source_dir: str | os.PathLike[str] | None = None) -> Skill:
+def parse_skill_file(
+    path: str | os.PathLike[str], *, source_dir: str | os.PathLike[str] | None = None
+) -> Skill:
     """Load one skill file. Raises :class:`SkillParseError` naming the file."""
     p = Path(path)
     try:
@@ -136,7 +140,9 @@ def parse_skill_file(path: str | os.PathLike[str], *, source_dir: str | os.PathL
         text = raw.decode("utf-8-sig")  # drops a BOM
     except UnicodeDecodeError as exc:
         raise SkillParseError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    return parse_skill_text(text, path=p, source_dir=Path(source_dir) if source_dir is not None else None)
+    return parse_skill_text(
+        text, path=p, source_dir=Path(source_dir) if source_dir is not None else None
+    )
 
 
 def parse_skill_text(text: str, *, path: Path, source_dir: Path | None = None) -> Skill:
@@ -160,15 +166,19 @@ def parse_skill_text(text: str, *, path: Path, source_dir: Path | None = None) -
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise SkillParseError(f"{path}: the frontmatter must be a YAML mapping of keys, got {type(data).__name__}")
+        raise SkillParseError(
+            f"{path}: the frontmatter must be a YAML mapping of keys, got {type(data).__name__}"
+        )
     data = {str(k): v for k, v in data.items()}
 
     skill_id = skill_id_for(path)
     if not skill_id:
-        raise SkillParseError(f"{path}: no usable skill id can be made from the file or folder name")
+        raise SkillParseError(
+            f"{path}: no usable skill id can be made from the file or folder name"
+        )
     body = body.strip("\n")
     name = _text(data.get("name")) or skill_id
-    description = " ".join(_text(data.get("description")).split()) if data.get("description") else ""
+    description = _text(data.get("description"))
     if not description:
         description = _first_paragraph(body)
 
@@ -191,7 +201,8 @@ def parse_skill_text(text: str, *, path: Path, source_dir: Path | None = None) -
         allowed_tools=_tool_list(tools_value),
         user_invocable=_flag(data.get("user-invocable", data.get("user_invocable")), default=True),
         disable_model_invocation=_flag(
-            data.get("disable-model-invocation", data.get("disable_model_invocation")), default=False
+            data.get("disable-model-invocation", data.get("disable_model_invocation")),
+            default=False,
         ),
         argument_hint=_hint(hint),
     )
@@ -211,7 +222,9 @@ def _split_frontmatter(text: str, path: Path) -> tuple[str, str]:
     for end in range(start + 1, len(lines)):
         if lines[end].rstrip() in ("---", "..."):
             return "\n".join(lines[start + 1 : end]), "\n".join(lines[end + 1 :])
-    raise SkillParseError(f"{path}: the YAML frontmatter is never closed; add a line '---' after it")
+    raise SkillParseError(
+        f"{path}: the YAML frontmatter is never closed; add a line '---' after it"
+    )
 
 
 def _text(value: Any) -> str:
@@ -305,7 +318,9 @@ def find_skill_files(directory: str | os.PathLike[str]) -> list[Path]:
     root = Path(directory)
     if not root.is_dir():
         return []
-    own = next((p for p in sorted(root.glob("*")) if p.name.lower() == "skill.md" and p.is_file()), None)
+    own = next(
+        (p for p in sorted(root.glob("*")) if p.name.lower() == "skill.md" and p.is_file()), None
+    )
     if own is not None:
         return [own]  # the folder given is itself one skill
     flat: list[Path] = []
@@ -315,7 +330,11 @@ def find_skill_files(directory: str | os.PathLike[str]) -> list[Path]:
     except OSError:
         return []
     for entry in entries:
-        if entry.suffix.lower() == ".md" and entry.is_file() and entry.name.lower() not in _NOT_SKILLS:
+        if (
+            entry.suffix.lower() == ".md"
+            and entry.is_file()
+            and entry.name.lower() not in _NOT_SKILLS
+        ):
             flat.append(entry)
     seen: set[str] = set()
     for current, dirs, files in os.walk(root, followlinks=True):
@@ -371,7 +390,9 @@ def load_skills_from_dirs(
     return list(found.values())
 
 
-def default_skill_dirs(workspace: str | os.PathLike[str] | None, *, home: Path | None = None) -> list[Path]:
+def default_skill_dirs(
+    workspace: str | os.PathLike[str] | None, *, home: Path | None = None
+) -> list[Path]:
     """The default folders, in precedence order: the workspace's
     ``.smoke/skills``, ``.claude/skills``, ``.codex/skills``,
     ``.opencode/skills``, ``.agents/skills``; the same under the home
@@ -401,7 +422,9 @@ def resolve_skill_dirs(
     out: list[Path] = []
     for item in items:
         if not isinstance(item, (str, os.PathLike)):
-            raise TypeError(f"skills_dir takes a path or a list of paths, got {type(item).__name__}")
+            raise TypeError(
+                f"skills_dir takes a path or a list of paths, got {type(item).__name__}"
+            )
         p = Path(item).expanduser()
         if not p.is_absolute() and workspace is not None:
             p = Path(workspace) / p
@@ -433,13 +456,15 @@ def discover_skills(
         if skills_dir is not None:
             for d in dirs:
                 if not d.is_dir():
-                    _warn(f"skills_dir {str(d)!r} is not a folder; no skills loaded from it", warnings)
+                    _warn(
+                        f"skills_dir {str(d)!r} is not a folder; no skills loaded from it", warnings
+                    )
         for s in load_skills_from_dirs(dirs, warnings=warnings):
             out.setdefault(s.id, s)
     return list(out.values())
 
 
 def _warn(message: str, warnings: list[str] | None) -> None:
-    log.warning("smoke.skills: %s", message)
+    log.warning("%s", message)
     if warnings is not None:
         warnings.append(message)

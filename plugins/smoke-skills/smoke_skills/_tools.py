@@ -28,7 +28,10 @@ def _truncate(text: str, limit: int) -> str:
 def _catalogue(skills: list[Skill]) -> str:
     if not skills:
         return "No skills are available."
-    return "\n".join(f"- {s.id}: {_truncate(s.description, _DESCRIPTION_CHARS) or '(no description)'}" for s in skills)
+    return "\n".join(
+        f"- {s.id}: {_truncate(s.description, _DESCRIPTION_CHARS) or '(no description)'}"
+        for s in skills
+    )
 
 
 def _find(skills: list[Skill], wanted: str) -> Skill | None:
@@ -60,7 +63,7 @@ def build_tools(skills: list[Skill]) -> list[ToolDefinition]:
     """The two tools; ``skills`` is the agent's whole list (hidden ones included)."""
     from smoke_core import ToolAnnotations, ToolDefinition, ToolError, ToolPresentation, ToolResult
 
-    visible = [s for s in skills if s.model_invocable]
+    visible = sorted((s for s in skills if s.model_invocable), key=lambda s: s.id)
     hidden = {s.id: s for s in skills if not s.model_invocable}
 
     def list_skills(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -72,7 +75,10 @@ def build_tools(skills: list[Skill]) -> list[ToolDefinition]:
     def use_skill(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
         wanted = str(input.get("skill_id", "")).strip()
         if not wanted:
-            raise ToolError("skill_id is empty; call list_skills to see the skill ids", code="tool_invalid_input")
+            raise ToolError(
+                "skill_id is empty; call list_skills to see the skill ids",
+                code="tool_invalid_input",
+            )
         if wanted in hidden or slugify(wanted) in hidden:
             raise ToolError(
                 f"skill {wanted!r} is marked disable-model-invocation: only a person can invoke it. "
@@ -82,15 +88,23 @@ def build_tools(skills: list[Skill]) -> list[ToolDefinition]:
         if skill is None:
             ids = [s.id for s in visible]
             if not ids:
-                raise ToolError(f"unknown skill {wanted!r}: no skills are available in this workspace")
+                raise ToolError(
+                    f"unknown skill {wanted!r}: no skills are available in this workspace"
+                )
             close = _closest(wanted, ids)
             if close:
                 hint = f"closest ids: {', '.join(close)}"
             else:
                 shown = ids[:20]
-                more = f" (and {len(ids) - len(shown)} more; call list_skills)" if len(ids) > len(shown) else ""
+                more = (
+                    f" (and {len(ids) - len(shown)} more; call list_skills)"
+                    if len(ids) > len(shown)
+                    else ""
+                )
                 hint = f"available ids: {', '.join(shown)}{more}"
-            raise ToolError(f"unknown skill {wanted!r}; {hint}. Call use_skill again with one of them.")
+            raise ToolError(
+                f"unknown skill {wanted!r}; {hint}. Call use_skill again with one of them."
+            )
 
         added = ctx.add_instructions(instructions_for(skill))
         lines: list[str] = []
@@ -100,14 +114,18 @@ def build_tools(skills: list[Skill]) -> list[ToolDefinition]:
                 f"system prompt for the rest of this run. Follow them."
             )
         else:
-            lines.append(f"Skill {skill.id!r} ({skill.name}) was already loaded; its instructions are in your system prompt.")
+            lines.append(
+                f"Skill {skill.id!r} ({skill.name}) was already loaded; its instructions are in your system prompt."
+            )
         files: list[str] = []
         if skill.folder is not None:
             ctx.workspace.allow_read(skill.folder)
             files = skill.supporting_files()
             lines.append(f"Skill folder (read-only): {skill.folder}")
             if files:
-                lines.append("Supporting files (read them by absolute path when the instructions refer to them):")
+                lines.append(
+                    "Supporting files (read them by absolute path when the instructions refer to them):"
+                )
                 lines.extend(f"- {skill.folder / f}" for f in files)
             else:
                 lines.append("The skill has no supporting files.")
@@ -129,7 +147,9 @@ def build_tools(skills: list[Skill]) -> list[ToolDefinition]:
         )
 
     ids = [s.id for s in visible]
-    listed = ", ".join(ids[:_IDS_IN_DESCRIPTION]) + (", …" if len(ids) > _IDS_IN_DESCRIPTION else "")
+    listed = ", ".join(ids[:_IDS_IN_DESCRIPTION]) + (
+        ", …" if len(ids) > _IDS_IN_DESCRIPTION else ""
+    )
     use_description = (
         "Load a skill: its instructions are added to your system prompt from your next turn on, for the rest "
         "of the run, and you get the skill's folder and supporting files (readable by absolute path even "

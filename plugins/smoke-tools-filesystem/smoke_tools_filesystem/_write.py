@@ -210,17 +210,15 @@ def replace_lines(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
             f"from {start} to {total}"
         )
     eol = _eol_of(text)
-    new_lines = replacement.replace("\r\n", "\n").split("\n") if replacement else []
-    if replacement.endswith("\n") or replacement.endswith("\r\n"):
-        new_lines = new_lines[:-1]
-    replaced_last_had_eol = end < 1 or end > total or lines[end - 1].endswith(("\n", "\r"))
-    if end < total or end < start:  # lines follow, so the replacement needs a line end
-        replaced_last_had_eol = True
-    block = eol.join(new_lines)
-    if new_lines and replaced_last_had_eol:
-        block += eol
-    if start > total and total and not lines[-1].endswith(("\n", "\r")):
-        lines[-1] += eol  # appending after a last line without a newline
+    body = replacement.replace("\r\n", "\n")
+    if body.endswith("\n"):
+        body = body[:-1]
+    new_lines = body.split("\n") if replacement else []
+    # replacing through the last line keeps the file's "no newline at end" state
+    keep_no_eol = end >= total and total > 0 and not lines[-1].endswith(("\n", "\r"))
+    block = eol.join(new_lines) + ("" if keep_no_eol else eol) if new_lines else ""
+    if start > total and keep_no_eol:
+        lines[-1] += eol  # appending after a last line that had no newline
     updated = "".join(lines[: start - 1]) + block + "".join(lines[end:])
     if updated == text:
         return ToolResult.text(f"{name} already has this content; nothing changed",

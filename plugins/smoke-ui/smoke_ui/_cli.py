@@ -1,0 +1,127 @@
+"""``smoke serve``: the web chat, from the command line."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from smoke_core.agent import Agent
+    from smoke_core.store import Store
+
+
+def demo_factory(root: Path, *, auto_approve: bool) -> Any:
+    """Agents for ``--demo``: each session works on a fresh copy of the sample
+    project under ``root`` and is driven by the offline simulated model."""
+    from smoke_core.demo import create_demo_agent
+
+    def factory(*, session_id: str, store: Store) -> Agent:
+        agent, _ = create_demo_agent(
+            root / session_id, auto_approve=auto_approve, store=store, session_id=session_id
+        )
+        return agent
+
+    return factory
+
+
+def provider_factory(workspace: Path, *, provider: str | None, model: str | None, auto_approve: bool) -> Any:
+    from smoke_core.agent import create_agent
+
+    def factory(*, session_id: str, store: Store) -> Agent:
+        return create_agent(
+            workspace, provider=provider, model=model, auto_approve=auto_approve, store=store, session_id=session_id
+        )
+
+    return factory
+
+
+@click.command("serve")
+@click.option("--workspace", "-w", default=".", type=click.Path(file_okay=False, path_type=Path),
+              help="Workspace folder the agent works in (default: the current folder).")
+@click.option("--port", "-p", default=8765, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to listen on (0 picks a free port).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Interface to bind. Anything but loopback exposes the agent to your network.")
+@click.option("--demo", is_flag=True,
+              help="Use the offline simulated model on a copy of a sample project (no API key needed).")
+@click.option("--provider", default=None, help="Provider name (openai, anthropic, nvidia, ...).")
+@click.option("--model", "-m", default=None, help="Model name, or provider:model.")
+@click.option("--yes", "-y", is_flag=True, help="Approve every tool call without asking.")
+@click.pass_context
+def serve_command(
+    ctx: click.Context, workspace: Path, port: int, host: str, demo: bool, provider: str | None,
+    model: str | None, yes: bool,
+) -> None:
+    """Start a local web chat: streamed runs, tool cards, approvals and questions.
+
+    Prints a URL carrying a random access token; open it in a browser.
+    """
+    import secrets
+
+    from .serving import bind_socket, is_loopback, make_server, url_for
+    from .server import create_app
+
+    cleanup: list[Any] = []
+    label = None
+    if demo:
+        try:
+            from smoke_core.demo import SIMULATION_LABEL
+        except ImportError as exc:
+            raise click.ClickException(f"--demo needs smoke_core.demo, which this smoke-core lacks ({exc})") from exc
+        label = SIMULATION_LABEL
+        if provider or model:
+            click.echo("smoke serve: --provider/--model are ignored with --demo (the model is simulated)", err=True)
+        source = ctx.get_parameter_source("workspace")
+        if source is not None and source.name != "DEFAULT":
+            root = workspace.resolve()
+            root.mkdir(parents=True, exist_ok=True)
+        else:
+            root = Path(tempfile.mkdtemp(prefix="smoke-serve-demo-"))
+            cleanup.append(lambda: shutil.rmtree(root, ignore_errors=True))
+        factory = demo_factory(root, auto_approve=yes)
+        ws_shown: Path = root
+    else:
+        if not workspace.is_dir():
+            raise click.BadParameter(f"{workspace} is not a folder", param_hint="--workspace")
+        ws_shown = workspace.resolve()
+        factory = provider_factory(ws_shown, provider=provider, model=model, auto_approve=yes)
+
+    token = secrets.token_urlsafe(32)
+    app = create_app(
+        factory, workspace=ws_shown, token=token, title="Smoke (demo)" if demo else "Smoke",
+        demo_label=label, fresh_session_per_run=demo, on_close=cleanup,
+    )
+    try:
+        app.state.ui.presentations()  # creates the first agent: bad provider settings fail here, not in the page
+    except Exception as exc:
+        for fn in cleanup:
+            fn()
+        raise click.ClickException(str(exc)) from exc
+
+    try:
+        sock = bind_socket(host, port)
+    except OSError as exc:
+        for fn in cleanup:
+            fn()
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    if not is_loopback(host):
+        click.secho(
+            f"warning: --host {host} exposes this agent (it edits files and runs commands in {ws_shown}) "
+            "to your network. Anyone who gets the URL with its token can drive it.",
+            fg="yellow", err=True,
+        )
+    url = f"{url_for(sock, host)}/?token={token}"
+    click.echo(f"Smoke UI: {url}", nl=True)
+    click.echo(f"Workspace: {ws_shown}" + ("  (demo: simulated model)" if demo else ""))
+    click.echo("Press Ctrl+C to stop.")
+    server = make_server(app)
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()

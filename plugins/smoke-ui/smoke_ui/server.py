@@ -1,0 +1,611 @@
+"""The web app behind ``smoke serve``.
+
+:func:`create_app` builds a Starlette application around an *agent factory*
+(``factory(session_id=..., store=...) -> Agent``), so the same server drives a
+real provider, the offline demo or a scripted agent in tests.
+
+Wire protocol (all under ``/api``, every call needs the server's token in the
+``X-Smoke-Token`` header or the ``token`` query parameter):
+
+- ``GET /api/events`` — Server-Sent Events. The first message is ``ui.hello``
+  (tool presentations, current session, status); then every agent event as
+  ``{type, session_id, run_id, timestamp, data}`` with a sequence number as
+  the SSE ``id`` (``Last-Event-ID`` / ``?since=`` replays what was missed).
+- ``POST /api/runs`` ``{task, session_id?}`` starts a run in the background.
+- ``POST /api/permissions/{tool_call_id}`` ``{decision}``, ``POST
+  /api/questions/{tool_call_id}`` ``{text}``, ``POST /api/abort`` answer the run.
+- ``GET /api/state``, ``GET /api/sessions``, ``GET /api/sessions/{id}``,
+  ``POST /api/sessions`` for the page's initial state and the session list.
+
+State-changing requests carrying an ``Origin`` header must come from the
+server's own origin (403 otherwise).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import json
+import logging
+import re
+import secrets
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+    from smoke_core.agent import Agent
+    from smoke_core.events import Event
+    from smoke_core.store import Store
+
+__all__ = ["STATIC_DIR", "AgentFactory", "EventHub", "UIState", "create_app", "open_store"]
+
+log = logging.getLogger("smoke.ui")
+
+STATIC_DIR = Path(__file__).with_name("static")
+TOKEN_HEADER = "x-smoke-token"
+KEEPALIVE_SECONDS = 15.0
+_SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_TERMINAL = {"run.completed": "completed", "run.failed": "failed", "run.interrupted": "interrupted"}
+
+AgentFactory = Callable[..., "Agent"]
+"""``factory(*, session_id: str, store: Store) -> Agent``: one agent per session."""
+
+
+def open_store(workspace: str | Path) -> Store:
+    """The server's session store: ``smoke_core.sqlite_store.SQLiteStore`` at
+    ``<workspace>/.smoke/sessions.db`` when core provides it, else a
+    :class:`~smoke_core.store.MemoryStore` (sessions last as long as the server)."""
+    try:
+        from smoke_core.sqlite_store import SQLiteStore  # type: ignore[import-not-found]
+    except ImportError:
+        from smoke_core.store import MemoryStore
+
+        return MemoryStore()
+    path = Path(workspace) / ".smoke" / "sessions.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return SQLiteStore(path)  # type: ignore[no-any-return]
+
+
+# ---------------------------------------------------------------- events
+
+
+class EventHub:
+    """Fans events out to SSE subscribers and keeps a bounded replay log, so a
+    page that connects late (or reconnects) sees the whole run in order."""
+
+    def __init__(self, *, max_log: int = 20_000) -> None:
+        self._log: deque[tuple[int, str]] = deque(maxlen=max_log)
+        self._seq = 0
+        self._subscribers: set[asyncio.Queue[tuple[int, str] | None]] = set()
+        self.closed = False
+
+    @property
+    def last_seq(self) -> int:
+        return self._seq
+
+    def publish(self, payload: dict[str, Any]) -> int:
+        """Add one event (a JSON-ready dict); returns its sequence number."""
+        self._seq += 1
+        item = (self._seq, json.dumps(payload, ensure_ascii=False, default=str))
+        self._log.append(item)
+        for queue in list(self._subscribers):
+            queue.put_nowait(item)
+        return self._seq
+
+    def subscribe(self, since: int = 0) -> tuple[list[tuple[int, str]], asyncio.Queue[tuple[int, str] | None]]:
+        """The logged events after ``since`` and a queue receiving the next ones
+        (``None`` when the hub closes). Call :meth:`unsubscribe` when done."""
+        backlog = [item for item in self._log if item[0] > since]
+        queue: asyncio.Queue[tuple[int, str] | None] = asyncio.Queue()
+        if self.closed:
+            queue.put_nowait(None)
+        else:
+            self._subscribers.add(queue)
+        return backlog, queue
+
+    def unsubscribe(self, queue: asyncio.Queue[tuple[int, str] | None]) -> None:
+        self._subscribers.discard(queue)
+
+    def close(self) -> None:
+        """End every open stream (called before the server shuts down)."""
+        self.closed = True
+        for queue in list(self._subscribers):
+            queue.put_nowait(None)
+        self._subscribers.clear()
+
+
+def _sse(data: str, *, id: int | None = None) -> str:
+    head = f"id: {id}\n" if id is not None else ""
+    return head + "".join(f"data: {line}\n" for line in data.split("\n")) + "\n"
+
+
+# ---------------------------------------------------------------- state
+
+
+class UIError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class UIState:
+    """What one server holds: the store, one agent per session, the running
+    run, and what it is waiting for (approvals, questions)."""
+
+    def __init__(
+        self,
+        agent_factory: AgentFactory,
+        *,
+        store: Store,
+        token: str,
+        workspace: str | None,
+        title: str,
+        demo_label: str | None,
+        fresh_session_per_run: bool,
+        on_close: Iterable[Callable[[], Any]] = (),
+    ) -> None:
+        from smoke_core.agent import new_session_id
+
+        self._new_session_id = new_session_id
+        self.factory = agent_factory
+        self.store = store
+        self.token = token
+        self.workspace = workspace
+        self.title = title
+        self.demo_label = demo_label
+        self.fresh_session_per_run = fresh_session_per_run
+        self.hub = EventHub()
+        self.agents: dict[str, Agent] = {}
+        self.session_id = new_session_id()
+        self.status = "idle"
+        self.usage: dict[str, Any] | None = None
+        self.pending_permissions: dict[str, dict[str, Any]] = {}
+        self.pending_questions: dict[str, dict[str, Any]] = {}
+        self._ran: set[str] = set()
+        self._running: Agent | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._on_close = list(on_close)
+        self._presentations: dict[str, dict[str, Any]] | None = None
+
+    # ------------------------------------------------------------ agents
+
+    def agent_for(self, session_id: str) -> Agent:
+        agent = self.agents.get(session_id)
+        if agent is None:
+            agent = self.factory(session_id=session_id, store=self.store)
+            agent.on_any(self._on_event)
+            self.agents[session_id] = agent
+        return agent
+
+    def presentations(self) -> dict[str, dict[str, Any]]:
+        if self._presentations is None:
+            self._presentations = self.agent_for(self.session_id).get_tool_presentations()
+        return self._presentations
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def new_session(self) -> str:
+        self.session_id = self._new_session_id()
+        return self.session_id
+
+    async def start_run(self, task: str, session_id: str | None) -> str:
+        if self.running:
+            raise UIError(409, "a run is in progress: wait for it to end or stop it first")
+        sid = session_id or self.session_id
+        if self.fresh_session_per_run and sid in self._ran:
+            sid = self._new_session_id()
+        try:
+            agent = self.agent_for(sid)
+        except Exception as exc:
+            log.exception("smoke-ui: the agent factory failed")
+            raise UIError(500, f"could not create the agent: {type(exc).__name__}: {exc}") from exc
+        self.session_id = sid
+        self._ran.add(sid)
+        self._running = agent
+        self.status = "running"
+        self.usage = None
+        self._task = asyncio.create_task(self._run(agent, task))
+        return sid
+
+    async def _run(self, agent: Agent, task: str) -> None:
+        try:
+            await agent.run(task)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # run() reports run errors as events; this is a startup failure
+            log.exception("smoke-ui: the run could not start")
+            self.status = "failed"
+            self.hub.publish(
+                {"type": "ui.error", "session_id": agent.session_id, "run_id": None, "timestamp": None,
+                 "data": {"message": f"the run could not start: {type(exc).__name__}: {exc}"}}
+            )
+        finally:
+            self._running = None
+            self.pending_permissions.clear()
+            self.pending_questions.clear()
+
+    def _on_event(self, event: Event) -> None:
+        payload = event.to_dict()
+        t = event.type
+        data = event.data
+        if t == "run.started":
+            self.status = "running"
+        elif t in _TERMINAL:
+            self.status = _TERMINAL[t]
+        elif t == "usage.updated":
+            self.usage = data.get("usage")
+        elif t == "permission.required":
+            self.pending_permissions[data["tool_call_id"]] = data
+        elif t == "permission.resolved":
+            self.pending_permissions.pop(data.get("tool_call_id"), None)
+        elif t == "ask_user.required":
+            self.pending_questions[data["tool_call_id"]] = data
+        elif t == "ask_user.response":
+            self.pending_questions.pop(data.get("tool_call_id"), None)
+        self.hub.publish(payload)
+
+    def resolve_permission(self, tool_call_id: str, decision: str) -> None:
+        from smoke_core.permissions import ANSWERS
+
+        if decision not in ANSWERS:
+            raise UIError(400, f"decision must be one of {', '.join(ANSWERS)}, got {decision!r}")
+        if tool_call_id not in self.pending_permissions or self._running is None:
+            raise UIError(404, f"no approval is pending for {tool_call_id!r} (already answered, or the run ended)")
+        self._running.resolve_permission(tool_call_id, decision)
+
+    def respond(self, tool_call_id: str, text: str) -> None:
+        if tool_call_id not in self.pending_questions or self._running is None:
+            raise UIError(404, f"no question is pending for {tool_call_id!r} (already answered, or the run ended)")
+        self._running.respond(tool_call_id, text)
+
+    def abort(self) -> bool:
+        if self._running is None:
+            return False
+        self._running.abort()
+        return True
+
+    async def wait_idle(self) -> None:
+        if self._task is not None:
+            with contextlib.suppress(BaseException):
+                await self._task
+
+    async def close(self) -> None:
+        self.hub.close()
+        self.abort()
+        await self.wait_idle()
+        for agent in list(self.agents.values()):
+            with contextlib.suppress(Exception):
+                await agent.aclose()
+        for fn in self._on_close:
+            try:
+                fn()
+            except Exception:
+                log.exception("smoke-ui: cleanup failed")
+
+    # ------------------------------------------------------------ views
+
+    def sessions(self) -> list[dict[str, Any]]:
+        out = []
+        for info in self.store.list_sessions():
+            out.append(
+                {
+                    "session_id": info.session_id,
+                    "title": info.title,
+                    "message_count": info.message_count,
+                    "created_at": info.created_at,
+                    "updated_at": info.updated_at,
+                }
+            )
+        return out
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "workspace": self.workspace,
+            "demo": self.demo_label is not None,
+            "demo_label": self.demo_label,
+            "session_id": self.session_id,
+            "status": self.status,
+            "running": self.running,
+            "usage": self.usage,
+            "presentations": self.presentations(),
+            "pending_permissions": list(self.pending_permissions.values()),
+            "pending_questions": list(self.pending_questions.values()),
+            "last_seq": self.hub.last_seq,
+        }
+
+
+# ---------------------------------------------------------------- security
+
+
+def _own_origin(scope: Scope) -> str | None:
+    host = None
+    for key, value in scope.get("headers", []):
+        if key == b"host":
+            host = value.decode("latin-1")
+            break
+    if host is None:
+        return None
+    return f"{scope.get('scheme', 'http')}://{host}"
+
+
+class _SecurityMiddleware:
+    """Token on every ``/api`` call and on the page; same-origin check on
+    state-changing requests. Pure ASGI so streaming responses are untouched."""
+
+    def __init__(self, app: ASGIApp, *, token: str) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        method: str = scope["method"]
+        needs_token = path.startswith("/api/") or path == "/api" or path in ("/", "/index.html")
+        if needs_token and not self._has_token(scope):
+            if path.startswith("/api"):
+                response: Response = JSONResponse(
+                    {"error": "missing or wrong token: use the URL printed by `smoke serve` (it carries ?token=...)"},
+                    status_code=403,
+                )
+            else:
+                response = HTMLResponse(
+                    "<!doctype html><title>Smoke</title><p>This Smoke server needs its access token. "
+                    "Open the URL printed by <code>smoke serve</code> (it ends with <code>?token=...</code>).</p>",
+                    status_code=403,
+                )
+            await response(scope, receive, send)
+            return
+        if method not in _SAFE_METHODS:
+            origin = None
+            for key, value in scope.get("headers", []):
+                if key == b"origin":
+                    origin = value.decode("latin-1")
+                    break
+            if origin is not None and origin != _own_origin(scope):
+                response = JSONResponse(
+                    {"error": f"cross-origin request refused: origin {origin!r} is not this server's origin"},
+                    status_code=403,
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def _has_token(self, scope: Scope) -> bool:
+        given: str | None = None
+        for key, value in scope.get("headers", []):
+            if key == TOKEN_HEADER.encode():
+                given = value.decode("latin-1")
+                break
+        if given is None:
+            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            values = query.get("token")
+            given = values[0] if values else None
+        return given is not None and secrets.compare_digest(given.encode(), self.token.encode())
+
+
+# ---------------------------------------------------------------- app
+
+
+def create_app(
+    agent_factory: AgentFactory,
+    *,
+    workspace: str | Path | None = None,
+    token: str | None = None,
+    store: Store | None = None,
+    title: str = "Smoke",
+    demo_label: str | None = None,
+    fresh_session_per_run: bool = False,
+    on_close: Iterable[Callable[[], Any]] = (),
+) -> Starlette:
+    """Build the ``smoke serve`` application.
+
+    ``agent_factory(session_id=..., store=...)`` returns the agent of a session
+    (called once per session). ``token`` defaults to a fresh random one; read
+    it back from ``app.state.ui.token``. ``store`` defaults to
+    :func:`open_store` on ``workspace`` (a memory store without one).
+    ``demo_label`` marks the page as a simulation. ``fresh_session_per_run``
+    starts a new session for every task (the scripted demo model knows one
+    task only). ``on_close`` callables run when the server shuts down.
+    """
+    if store is None:
+        if workspace is not None:
+            store = open_store(workspace)
+        else:
+            from smoke_core.store import MemoryStore
+
+            store = MemoryStore()
+    state = UIState(
+        agent_factory,
+        store=store,
+        token=token or secrets.token_urlsafe(32),
+        workspace=str(workspace) if workspace is not None else None,
+        title=title,
+        demo_label=demo_label,
+        fresh_session_per_run=fresh_session_per_run,
+        on_close=on_close,
+    )
+
+    def fail(exc: UIError) -> JSONResponse:
+        return JSONResponse({"error": exc.message}, status_code=exc.status)
+
+    async def json_body(request: Request) -> dict[str, Any]:
+        try:
+            body = await request.json()
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise UIError(400, "the request body must be a JSON object") from exc
+        if not isinstance(body, dict):
+            raise UIError(400, "the request body must be a JSON object")
+        return body
+
+    async def index(request: Request) -> Response:
+        page = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
+        page = page.replace("{{TOKEN}}", html.escape(state.token, quote=True))
+        page = page.replace("{{TITLE}}", html.escape(state.title))
+        return HTMLResponse(
+            page,
+            headers={
+                "Cache-Control": "no-store",
+                "Referrer-Policy": "no-referrer",
+                "X-Frame-Options": "DENY",
+                "X-Content-Type-Options": "nosniff",
+                "Content-Security-Policy": (
+                    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+                ),
+            },
+        )
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def get_state(request: Request) -> Response:
+        try:
+            return JSONResponse(state.snapshot())
+        except Exception as exc:
+            log.exception("smoke-ui: could not build the state")
+            return JSONResponse({"error": f"could not create the agent: {type(exc).__name__}: {exc}"}, 500)
+
+    async def events(request: Request) -> Response:
+        raw = request.headers.get("last-event-id") or request.query_params.get("since") or "0"
+        try:
+            since = max(0, int(raw))
+        except ValueError:
+            return JSONResponse({"error": f"since must be an integer, got {raw!r}"}, status_code=400)
+        try:
+            hello = {
+                "type": "ui.hello",
+                "session_id": state.session_id,
+                "run_id": None,
+                "timestamp": None,
+                "data": {
+                    "presentations": state.presentations(),
+                    "status": state.status,
+                    "running": state.running,
+                    "demo_label": state.demo_label,
+                },
+            }
+        except Exception as exc:
+            return JSONResponse({"error": f"could not create the agent: {type(exc).__name__}: {exc}"}, 500)
+        backlog, queue = state.hub.subscribe(since)
+
+        async def stream() -> AsyncIterator[str]:
+            try:
+                yield _sse(json.dumps(hello, ensure_ascii=False, default=str))
+                for seq, data in backlog:
+                    yield _sse(data, id=seq)
+                while True:
+                    try:
+                        item = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+                    except TimeoutError:
+                        yield ": keepalive\n\n"
+                        continue
+                    if item is None:
+                        return
+                    yield _sse(item[1], id=item[0])
+            finally:
+                state.hub.unsubscribe(queue)
+
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    async def post_run(request: Request) -> Response:
+        try:
+            body = await json_body(request)
+            task = body.get("task")
+            if not isinstance(task, str) or not task.strip():
+                raise UIError(400, "task must be a non-empty string")
+            session_id = body.get("session_id")
+            if session_id is not None and (not isinstance(session_id, str) or not _SESSION_ID.match(session_id)):
+                raise UIError(400, "session_id must be 1-128 characters of letters, digits, '_', '-', '.', ':'")
+            sid = await state.start_run(task, session_id)
+        except UIError as exc:
+            return fail(exc)
+        return JSONResponse({"session_id": sid, "status": "running"}, status_code=202)
+
+    async def post_permission(request: Request) -> Response:
+        try:
+            body = await json_body(request)
+            decision = body.get("decision")
+            if not isinstance(decision, str):
+                raise UIError(400, "decision must be 'allow', 'allow_run' or 'deny'")
+            state.resolve_permission(request.path_params["tool_call_id"], decision)
+        except UIError as exc:
+            return fail(exc)
+        return JSONResponse({"ok": True, "decision": decision})
+
+    async def post_question(request: Request) -> Response:
+        try:
+            body = await json_body(request)
+            text = body.get("text")
+            if not isinstance(text, str):
+                raise UIError(400, "text must be a string (the answer to the question)")
+            state.respond(request.path_params["tool_call_id"], text)
+        except UIError as exc:
+            return fail(exc)
+        return JSONResponse({"ok": True})
+
+    async def post_abort(request: Request) -> Response:
+        return JSONResponse({"aborted": state.abort()})
+
+    async def list_sessions(request: Request) -> Response:
+        return JSONResponse({"sessions": state.sessions(), "current": state.session_id})
+
+    async def new_session(request: Request) -> Response:
+        if state.running:
+            return fail(UIError(409, "a run is in progress: wait for it to end or stop it first"))
+        return JSONResponse({"session_id": state.new_session()}, status_code=201)
+
+    async def get_session(request: Request) -> Response:
+        sid = request.path_params["session_id"]
+        known = {s["session_id"] for s in state.sessions()}
+        if sid not in known:
+            return fail(UIError(404, f"no session {sid!r} in this server's store"))
+        return JSONResponse({"session_id": sid, "messages": state.store.load(sid)})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await state.close()
+
+    routes = [
+        Route("/", index),
+        Route("/healthz", health),
+        Route("/api/state", get_state),
+        Route("/api/events", events),
+        Route("/api/runs", post_run, methods=["POST"]),
+        Route("/api/permissions/{tool_call_id:str}", post_permission, methods=["POST"]),
+        Route("/api/questions/{tool_call_id:str}", post_question, methods=["POST"]),
+        Route("/api/abort", post_abort, methods=["POST"]),
+        Route("/api/sessions", list_sessions, methods=["GET"]),
+        Route("/api/sessions", new_session, methods=["POST"]),
+        Route("/api/sessions/{session_id:str}", get_session),
+        Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.add_middleware(_SecurityMiddleware, token=state.token)
+    app.state.ui = state
+    return app

@@ -1,0 +1,94 @@
+"""The public API: `smoke_core.__all__` is exactly the intended surface."""
+
+from __future__ import annotations
+
+import smoke_core
+
+EXPECTED = {
+    "COMMAND_TOOLS", "ERROR_CODES", "EVENT_TYPES", "FILE_MUTATING_TOOLS", "PHASES", "PHASE_TOOLS",
+    "READ_ONLY_TOOLS", "SEARCH_FAMILY_TOOLS", "TOOL_GROUPS", "Agent", "AgentError", "AgentErrorInfo",
+    "AgentOptions", "Event", "Finished", "Guards", "MemoryStore", "ModelRequest", "PermissionGate",
+    "PermissionRequest", "Provider", "RetryPolicy", "RunHandle", "RunResult", "Store", "TextDelta",
+    "ThoughtDelta", "ToolAnnotations", "ToolCallRequest", "ToolContext", "ToolDefinition", "ToolError",
+    "ToolPresentation", "ToolRegistry", "ToolResult", "Usage", "UsageReport", "Workspace", "WorkspaceError",
+    "__version__", "create_agent", "hookimpl", "hookspec", "tool",
+}
+
+
+def test_all_is_exactly_the_public_api():
+    assert set(smoke_core.__all__) == EXPECTED
+
+
+def test_every_public_name_resolves():
+    for name in smoke_core.__all__:
+        assert getattr(smoke_core, name) is not None, name
+
+
+def test_constants():
+    from smoke_core import FILE_MUTATING_TOOLS, PHASE_TOOLS, READ_ONLY_TOOLS, TOOL_GROUPS
+
+    assert set(TOOL_GROUPS) >= {"filesystem", "terminal", "search", "git", "agent", "mcp", "skills", "core"}
+    assert not (READ_ONLY_TOOLS & FILE_MUTATING_TOOLS)
+    assert list(PHASE_TOOLS) == ["understand", "explore", "plan", "edit", "verify", "recover", "complete"]
+
+
+def test_tool_decorator_schema():
+    from typing import Literal
+
+    from smoke_core import tool
+
+    @tool(read_only=True)
+    async def search(pattern: str, limit: int = 10, mode: Literal["a", "b"] = "a", tags: list[str] | None = None, ctx=None) -> str:
+        """Search for a pattern."""
+        return ""
+
+    assert search.name == "search" and search.description == "Search for a pattern."
+    assert search.read_only and not search.blocking
+    schema = search.input_schema
+    assert schema["required"] == ["pattern"]
+    assert schema["properties"]["limit"] == {"type": "integer", "default": 10}
+    assert schema["properties"]["mode"]["enum"] == ["a", "b"]
+    assert schema["properties"]["tags"]["type"] == "array"
+    assert "ctx" not in schema["properties"]
+    assert search.validate_input({"pattern": 3}) is not None
+    assert search.validate_input({"pattern": "x"}) is None
+
+
+def test_pydantic_model_schema_and_family_alias():
+    from pydantic import BaseModel
+
+    from smoke_core import ToolDefinition
+
+    class Args(BaseModel):
+        path: str
+
+    t = ToolDefinition(name="x", description="d", input_schema=Args, execute=lambda i, c: "",
+                       presentation={"family": "files", "label": "X"})
+    assert t.input_schema["properties"]["path"]["type"] == "string"
+    assert t.presentation.group == "files"
+
+
+def test_error_info_from_code():
+    from smoke_core import AgentErrorInfo
+
+    info = AgentErrorInfo.from_code("provider_rate_limited", "slow down")
+    assert info.layer == "provider" and info.retryable and info.severity == "warning"
+    import pytest
+
+    with pytest.raises(ValueError, match="unknown error code"):
+        AgentErrorInfo.from_code("nope", "x")  # type: ignore[arg-type]
+
+
+def test_retry_after_parsing():
+    from smoke_core.providers import classify_http_status, parse_retry_after
+
+    assert parse_retry_after("3") == 3.0
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0) == 10.0
+    assert parse_retry_after("garbage") is None
+    assert classify_http_status(401, "bad", provider="openai", env_var="OPENAI_API_KEY").info.hint == (
+        "Set OPENAI_API_KEY or pass api_key=."
+    )
+    for status, code in [(429, "provider_rate_limited"), (408, "provider_unavailable"), (409, "provider_unavailable"),
+                         (500, "provider_unavailable"), (529, "provider_unavailable"), (400, "provider_error"),
+                         (403, "provider_auth")]:
+        assert classify_http_status(status, "m", provider="p").info.code == code

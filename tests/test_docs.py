@@ -1,0 +1,61 @@
+"""Docs cannot drift: every hook, error code and event type is documented,
+and every hook is exercised by a test (datasette's rule)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from smoke_core import _docgen
+from smoke_core.errors import ERROR_CODES
+from smoke_core.events import EVENT_FIELDS, EVENT_TYPES
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+
+def test_hook_reference_is_generated_from_hookspecs():
+    assert (DOCS / "hooks.md").read_text(encoding="utf-8") == _docgen.render(), (
+        "docs/hooks.md is stale: run `python -m smoke_core._docgen`"
+    )
+
+
+def test_every_hook_is_documented_with_an_example():
+    text = (DOCS / "hooks.md").read_text(encoding="utf-8")
+    for name in _docgen.hook_names():
+        section = text.split(f"## `{name}`", 1)
+        assert len(section) == 2, f"hook {name} missing from docs/hooks.md"
+        body = section[1].split("\n## ", 1)[0]
+        for needle in (":return:", ":raises:", "```python\n@hookimpl"):
+            assert needle in body, f"hook {name}: docs lack {needle!r}"
+
+
+def test_every_hook_has_a_test():
+    tests = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests").glob("test_*.py"))
+    for name in _docgen.hook_names():
+        assert re.search(rf"def {name}\(|\"{name}\"", tests), f"no test implements hook {name}"
+
+
+def test_every_error_code_is_documented():
+    text = (DOCS / "errors.md").read_text(encoding="utf-8")
+    missing = [c for c in ERROR_CODES if f"`{c}`" not in text]
+    assert not missing, f"error codes missing from docs/errors.md: {missing}"
+
+
+def test_every_event_type_and_field_is_documented():
+    text = (DOCS / "events.md").read_text(encoding="utf-8")
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `([a-z_.]+)` \| ([^|]*) \|", text, re.M)}
+    for event_type in EVENT_TYPES:
+        assert event_type in rows, f"event {event_type} missing from docs/events.md"
+        for field in EVENT_FIELDS[event_type]:
+            assert f"`{field}`" in rows[event_type], f"event {event_type}: field {field} not documented"
+
+
+def test_readme_test_command_is_what_ci_runs():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    match = re.search(r"```bash\n(.*?)\n```", readme.split("## Quickstart", 1)[-1], re.S)
+    assert match, "README has no Quickstart code block"
+    commands = [line for line in match.group(1).splitlines() if line and not line.startswith("#")]
+    test_command = commands[-1]
+    assert test_command in ci, f"README test command {test_command!r} is not what .ci/run calls"
