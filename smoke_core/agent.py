@@ -251,7 +251,7 @@ class Agent:
     def _load_history(self) -> list[Message]:
         if self.session_id is None:
             return []
-        return list(self.store.load(self.session_id))
+        return repair_history(list(self.store.load(self.session_id)))
 
     def _store_append(self, message: Message) -> None:
         if self.session_id is not None:
@@ -457,6 +457,34 @@ def _resolve_provider(
         raise
     except TypeError as exc:
         raise ValueError(f"provider {name!r} could not be created: {exc}") from exc
+
+
+def repair_history(messages: list[Message]) -> list[Message]:
+    """Close tool calls left without results (a run killed mid-step) so the
+    history is valid for every provider; the store itself is not changed."""
+    out: list[Message] = []
+    for i, message in enumerate(messages):
+        out.append(message)
+        if message["role"] != "assistant":
+            continue
+        calls = [b for b in message["content"] if b.get("type") == "tool_call"]
+        if not calls:
+            continue
+        nxt = messages[i + 1] if i + 1 < len(messages) else None
+        answered = {b.get("tool_call_id") for b in nxt["content"]} if nxt and nxt["role"] == "tool" else set()
+        missing = [c for c in calls if c["id"] not in answered]
+        if not missing:
+            continue
+        filler = [
+            {"type": "tool_result", "tool_call_id": c["id"], "is_error": True,
+             "content": [{"type": "text", "text": "not run: the previous run ended before this call completed"}]}
+            for c in missing
+        ]
+        if nxt is not None and nxt["role"] == "tool":
+            messages[i + 1] = {"role": "tool", "content": [*nxt["content"], *filler]}
+        else:
+            out.append({"role": "tool", "content": filler})
+    return out
 
 
 def new_session_id() -> str:

@@ -1,5 +1,6 @@
-"""Core's own plugin: the ``smoke plugins`` and ``smoke tools`` commands are
-added through ``register_commands`` like any third-party command."""
+"""Core's own plugin: the core commands (``run``, ``demo``, ``sessions``,
+``plugins``, ``tools``) and the ``demo`` provider are added through the same
+hooks as any third-party plugin's."""
 
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ if TYPE_CHECKING:
 
 @hookimpl
 def register_commands(cli: click.Group) -> None:
-    from . import _cli_core
+    from . import _cli_core, _cli_run
 
+    cli.add_command(_cli_run.run_command)
+    cli.add_command(_cli_run.demo_command)
+    cli.add_command(_cli_run.sessions_group)
     cli.add_command(_cli_core.plugins_command)
     cli.add_command(_cli_core.tools_command)
 

@@ -58,3 +58,7 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="smoke")
+
+
+if __name__ == "__main__":
+    main()

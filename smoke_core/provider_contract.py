@@ -30,7 +30,6 @@ subclasses. This module needs no pytest import; tests use ``tmp_path``.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import email.utils
 import gzip
@@ -308,7 +307,7 @@ class Cassette:
     path: Path
     interactions: list[Interaction]
 
-    def replies(self, *, chunk_sse: bool = True) -> list[Reply]:
+    def replies(self) -> list[Reply]:
         return [i.reply for i in self.interactions]
 
 
@@ -802,7 +801,7 @@ class ProviderContract:
 
     async def test_contract_agent_garbage_is_not_retried(self, tmp_path: Path) -> None:
         replies: list[ReplySource] = [self.sse([b"\x00\x01\x02garbage\xff"]), self.sse(self.text_stream(["x"]))]
-        result, events, server, _ = await self._run(tmp_path, replies)
+        result, _events, server, _ = await self._run(tmp_path, replies)
         assert result.status == "failed" and result.error.code == "provider_error"
         assert len(server.requests) == 1
 
@@ -872,8 +871,4 @@ def iter_sse_data(body: bytes) -> Iterator[tuple[str | None, str]]:
                 data.append(line[5:].lstrip(" "))
         if data:
             yield event, "\n".join(data)
-
-
-def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
 

@@ -1,0 +1,478 @@
+"""``smoke run``, ``smoke demo`` and ``smoke sessions``.
+
+Exit status: 0 completed, 1 failed, 2 usage error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+# ---------------------------------------------------------------- terminal rendering
+
+
+class TerminalUI:
+    """Renders events with rich and answers pauses at the terminal.
+
+    ``approve``: "ask" (prompt), "yes" (allow all), or "deny" (no terminal:
+    refuse with a message saying how to allow).
+    """
+
+    def __init__(self, agent: Any, *, approve: str, label: str | None = None, stderr: bool = False) -> None:
+        from rich.console import Console
+
+        self.agent = agent
+        self.approve = approve
+        self.console = Console(highlight=False, soft_wrap=True, stderr=stderr)
+        self.presentations = agent.get_tool_presentations()
+        self.label = label
+        self._status: Any = None
+        self._inline = False
+        self._tool_t0: dict[str, float] = {}
+        self._phase = "understand"
+        self._lock = asyncio.Lock()
+
+    # -- spinner
+    def _spin(self, text: str) -> None:
+        if not self.console.is_terminal:
+            return
+        if self._status is None:
+            self._status = self.console.status(text, spinner="dots")
+            self._status.start()
+        else:
+            self._status.update(text)
+
+    def _stop_spin(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    def _end_inline(self) -> None:
+        if self._inline:
+            self.console.print()
+            self._inline = False
+
+    # -- events
+    def handle(self, event: Any) -> None:
+        t, d = event.type, event.data
+        c = self.console
+        if t == "run.started":
+            head = f"[bold]smoke[/bold] · {d.get('provider')} · {d.get('model')}"
+            if self.label:
+                head += f"\n[magenta]{self.label}[/magenta]"
+            c.print(head)
+            c.print(f"[dim]task:[/dim] {d.get('task')}")
+        elif t == "step.started":
+            self._spin(f"thinking… (step {d['step']}, phase {self._phase})")
+        elif t == "text.delta":
+            self._stop_spin()
+            c.print(d["text"], end="", markup=False)
+            self._inline = True
+        elif t == "text.thought":
+            self._stop_spin()
+            c.print(f"[dim italic]{_esc(d['text'])}[/dim italic]", end="")
+            self._inline = True
+        elif t == "text.end":
+            self._end_inline()
+        elif t == "text.discarded":
+            self._end_inline()
+            c.print("[yellow]↺ the partial reply above was discarded; retrying[/yellow]")
+        elif t == "tool.started":
+            self._stop_spin()
+            self._end_inline()
+            self._tool_t0[d["tool_call_id"]] = time.perf_counter()
+            p = d.get("presentation") or {}
+            c.print(f"{p.get('icon') or '•'} [bold]{_esc(p.get('label') or d['tool_name'])}[/bold] "
+                    f"[dim]{_esc(_summary(d['tool_name'], d.get('input') or {}))}[/dim]")
+        elif t == "tool.output":
+            text = d.get("text", "")
+            for line in text.rstrip("\n").splitlines()[-5:]:
+                c.print(f"  [dim]│ {_esc(line[:200])}[/dim]")
+        elif t == "tool.completed":
+            p = d.get("presentation") or {}
+            ms = d.get("duration_ms") or 0
+            text = " ".join(b.get("text", "") for b in d.get("content", []) if b.get("type") == "text")
+            first = next((ln for ln in text.splitlines() if ln.strip()), "")[:160]
+            if d.get("is_error"):
+                c.print(f"  [red]✗ {_esc(first or 'error')}[/red] [dim]({ms:.0f} ms)[/dim]")
+            else:
+                tone = {"success": "green", "warning": "yellow", "error": "red"}.get(p.get("tone") or "", "green")
+                c.print(f"  [{tone}]✓[/{tone}] [dim]{_esc(first)} ({ms:.0f} ms)[/dim]")
+        elif t == "phase.changed":
+            self._phase = d["phase"]
+            c.print(f"[cyan]── phase: {d['phase']}[/cyan]")
+        elif t == "todo.updated":
+            marks = {"completed": "[green]✔[/green]", "in_progress": "[yellow]▶[/yellow]", "cancelled": "[dim]✗[/dim]"}
+            for todo in d.get("todos", []):
+                c.print(f"  {marks.get(todo.get('status'), '○')} {_esc(todo.get('content', ''))}")
+        elif t == "run.warning":
+            self._stop_spin()
+            err = d.get("error") or {}
+            retry = f" (retry in {d['retry_in_ms']} ms)" if d.get("retry_in_ms") is not None else ""
+            c.print(f"[yellow]⚠ {_esc(err.get('message', ''))}{retry}[/yellow]")
+        elif t == "compaction.completed":
+            c.print(f"[dim]context compacted: {d['messages_before']} → {d['messages_after']} messages[/dim]")
+        elif t in ("run.completed", "run.failed", "run.interrupted"):
+            self._stop_spin()
+            self._end_inline()
+            u = d.get("usage") or {}
+            tokens = f"{u.get('input_tokens', 0)} in / {u.get('output_tokens', 0)} out tokens, {d.get('steps', 0)} steps"
+            if t == "run.completed":
+                c.print(f"\n[bold green]✔ completed[/bold green] · {tokens}")
+                if d.get("text"):
+                    c.print(_esc(d["text"]))
+            elif t == "run.failed":
+                err = d.get("error") or {}
+                c.print(f"\n[bold red]✗ failed[/bold red] [{err.get('code')}] {_esc(err.get('message', ''))} · {tokens}")
+                if err.get("hint"):
+                    c.print(f"[dim]hint: {_esc(err['hint'])}[/dim]")
+            else:
+                c.print(f"\n[bold yellow]■ interrupted[/bold yellow] · {tokens}")
+        elif t == "permission.required":
+            self._stop_spin()
+            self._end_inline()
+            asyncio.ensure_future(self._ask_permission(d))
+        elif t == "ask_user.required":
+            self._stop_spin()
+            self._end_inline()
+            asyncio.ensure_future(self._ask_question(d))
+
+    async def _ask_permission(self, d: dict[str, Any]) -> None:
+        call_id = d["tool_call_id"]
+        what = _describe_request(d)
+        c = self.console
+        if self.approve == "yes":
+            self.agent.resolve_permission(call_id, "allow")
+            return
+        if self.approve == "deny":
+            c.print(f"[yellow]⚠ {d.get('tool_name')} needs approval and no terminal is attached: denied. "
+                    f"Run with --yes to allow such calls.[/yellow]")
+            self.agent.resolve_permission(call_id, "deny")
+            return
+        async with self._lock:
+            c.print(f"[bold yellow]? approval needed[/bold yellow] ({d.get('kind')}: {_esc(d.get('tool_name', ''))})")
+            if d.get("reason"):
+                c.print(f"  [dim]{_esc(d['reason'])}[/dim]")
+            if what:
+                c.print(what)
+            answer = await asyncio.to_thread(
+                _prompt, "  allow once [y] / allow for this run [a] / deny [n] ", {"y": "allow", "a": "allow_run", "n": "deny"}
+            )
+        self.agent.resolve_permission(call_id, answer)
+        c.print(f"  [dim]→ {answer}[/dim]")
+
+    async def _ask_question(self, d: dict[str, Any]) -> None:
+        c = self.console
+        call_id = d["tool_call_id"]
+        if self.approve != "ask":
+            c.print(f"[yellow]? {_esc(d.get('question', ''))} — no terminal attached; answered with no answer[/yellow]")
+            self.agent.respond(call_id, "(no answer: nobody is at the terminal; decide yourself and say what you chose)")
+            return
+        async with self._lock:
+            c.print(f"[bold cyan]? {_esc(d.get('question', ''))}[/bold cyan]")
+            options = d.get("options") or []
+            for i, opt in enumerate(options, 1):
+                c.print(f"  {i}. {_esc(str(opt))}")
+            text = await asyncio.to_thread(_read_line, "  answer: ")
+            if text.strip().isdigit() and options and 1 <= int(text) <= len(options):
+                text = str(options[int(text) - 1])
+        self.agent.respond(call_id, text)
+
+
+def _prompt(question: str, choices: dict[str, str]) -> str:
+    while True:
+        answer = _read_line(question).strip().lower()[:1]
+        if answer in choices:
+            return choices[answer]
+        if answer == "":
+            return "deny"
+
+
+def _read_line(prompt: str) -> str:
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    line = sys.stdin.readline()
+    return line.rstrip("\n") if line else ""
+
+
+def _esc(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(str(text))
+
+
+def _summary(tool_name: str, input: dict[str, Any]) -> str:
+    for key in ("command", "path", "pattern", "question", "rev", "message", "skill_id", "summary"):
+        if key in input and isinstance(input[key], str):
+            value = input[key].replace("\n", " ")
+            return value[:100] + ("…" if len(value) > 100 else "")
+    text = json.dumps(input, ensure_ascii=False)
+    return text[:100] + ("…" if len(text) > 100 else "")
+
+
+def _describe_request(d: dict[str, Any]) -> str:
+    """What a person needs to see to decide: the command, or the diff."""
+    import difflib
+
+    inp = d.get("input") or {}
+    name = d.get("tool_name", "")
+    if "command" in inp:
+        return f"  [bold]$ {_esc(inp['command'])}[/bold]"
+    if name == "edit_file" and "old_string" in inp:
+        diff = difflib.unified_diff(
+            str(inp.get("old_string", "")).splitlines(), str(inp.get("new_string", "")).splitlines(),
+            fromfile=f"a/{inp.get('path')}", tofile=f"b/{inp.get('path')}", lineterm="",
+        )
+        return "\n".join(_color_diff_line(line) for line in diff)
+    if name == "apply_patch" and "patch" in inp:
+        return "\n".join(_color_diff_line(line) for line in str(inp["patch"]).splitlines()[:80])
+    if name == "write_file":
+        content = str(inp.get("content", ""))
+        lines = content.splitlines()
+        head = "\n".join(f"[green]+{_esc(line)}[/green]" for line in lines[:30])
+        more = f"\n[dim]… {len(lines) - 30} more lines[/dim]" if len(lines) > 30 else ""
+        return f"  write {_esc(str(inp.get('path')))} ({len(content)} characters)\n{head}{more}"
+    if inp:
+        return "  " + _esc(json.dumps(inp, ensure_ascii=False)[:500])
+    return ""
+
+
+def _color_diff_line(line: str) -> str:
+    if line.startswith("+") and not line.startswith("+++"):
+        return f"[green]{_esc(line)}[/green]"
+    if line.startswith("-") and not line.startswith("---"):
+        return f"[red]{_esc(line)}[/red]"
+    return _esc(line)
+
+
+# ---------------------------------------------------------------- running
+
+
+def _run_agent(agent: Any, task: str, *, as_json: bool, approve: str, label: str | None = None) -> int:
+    """Run ``task`` with rendering or JSON lines; returns the exit status."""
+
+    async def main() -> Any:
+        loop = asyncio.get_running_loop()
+        try:
+            loop.add_signal_handler(signal.SIGINT, agent.abort)
+        except (NotImplementedError, RuntimeError):  # not the main thread
+            pass
+        if as_json:
+            out = sys.stdout
+
+            def write(event: Any) -> None:
+                out.write(json.dumps(event.to_dict(), ensure_ascii=False, default=str) + "\n")
+                out.flush()
+
+            agent.on_any(write)
+            if approve != "ask":
+                ui = TerminalUI(agent, approve=approve, stderr=True)
+                agent.on("permission.required", lambda e: asyncio.ensure_future(ui._ask_permission(e.data)))
+                agent.on("ask_user.required", lambda e: asyncio.ensure_future(ui._ask_question(e.data)))
+        else:
+            ui = TerminalUI(agent, approve=approve, label=label)
+            agent.on_any(ui.handle)
+        try:
+            return await agent.run(task)
+        finally:
+            try:
+                loop.remove_signal_handler(signal.SIGINT)
+            except (NotImplementedError, RuntimeError):
+                pass
+            await agent.aclose()
+
+    result = asyncio.run(main())
+    return {"completed": EXIT_OK, "failed": EXIT_FAILED, "interrupted": EXIT_INTERRUPTED}[result.status]
+
+
+def _approve_mode(yes: bool, as_json: bool) -> str:
+    if yes:
+        return "yes"
+    if as_json:  # stdout is a JSON stream for scripts: never prompt on it
+        return "deny"
+    return "ask" if _interactive() else "deny"
+
+
+def _open_store(workspace: Path) -> Any:
+    from .sqlite_store import SQLiteStore
+
+    return SQLiteStore(workspace / ".smoke" / "sessions.db")
+
+
+@click.command("run")
+@click.argument("task")
+@click.option("--workspace", "-w", default=".", type=click.Path(exists=True, file_okay=False), help="Workspace folder (default: current directory).")
+@click.option("--provider", "-p", default=None, help="Provider name (openai, anthropic, nvidia, ...).")
+@click.option("--model", "-m", default=None, help="Model name, or provider:model.")
+@click.option("--base-url", default=None, help="Base URL for OpenAI-compatible servers.")
+@click.option("--session", "-s", "session", default=None, help="Continue (or start) the named session.")
+@click.option("--yes", "-y", is_flag=True, help="Approve every call without asking.")
+@click.option("--json", "as_json", is_flag=True, help="Write every event as one JSON line to stdout.")
+@click.option("--max-steps", type=int, default=None, help="Stop after this many steps.")
+def run_command(task: str, workspace: str, provider: str | None, model: str | None, base_url: str | None,
+                session: str | None, yes: bool, as_json: bool, max_steps: int | None) -> None:
+    """Run TASK with a model in the workspace."""
+    from .agent import create_agent, new_session_id
+    from .config import ConfigError, detect_provider, load_config
+    from .plugins import call_impl, create_plugin_manager
+    from .providers import ProviderRegistry
+
+    ws = Path(workspace).resolve()
+    try:
+        config = load_config(ws)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    provider = provider or config.get("provider")
+    model = model or config.get("model")
+    base_url = base_url or config.get("base_url")
+    chosen_note = None
+    if provider is None and not (model and ":" in model):
+        pm = create_plugin_manager()
+        registry = ProviderRegistry()
+        for impl in pm.impls("register_providers"):
+            try:
+                call_impl(impl, {"register": lambda name, factory, **kw: registry.register(name, factory, **kw)})
+            except Exception:
+                continue
+        found = detect_provider(registry.specs())
+        if found is None:
+            keyed = [s for s in registry.specs() if s.env_var]
+            names = ", ".join(sorted({s.env_var for s in keyed})) or "none (pip install smoke-provider-openai smoke-provider-anthropic)"
+            click.echo(
+                "smoke: no model provider is configured.\n"
+                f"  Set an API key in the environment (one of: {names}),\n"
+                "  or pass --provider/--model, or write provider/model in .smoke/config.yaml.\n"
+                "  To try Smoke without a key, run: smoke demo",
+                err=True,
+            )
+            sys.exit(EXIT_USAGE)
+        provider, env_var = found
+        chosen_note = f"using provider {provider} (found {env_var})"
+    options: dict[str, Any] = {}
+    for key in ("mcp_servers", "skills_dir"):
+        if key in config:
+            options[key] = config[key]
+    store = _open_store(ws)
+    try:
+        agent = create_agent(
+            ws, provider=provider, model=model, base_url=base_url, store=store,
+            session_id=session or new_session_id(),
+            permission=config.get("permission", "ask-default"),
+            auto_approve=yes or bool(config.get("auto_approve", False)),
+            max_steps=max_steps or int(config.get("max_steps", 50)),
+            **options,
+        )
+    except (ValueError, TypeError, FileNotFoundError, NotADirectoryError) as exc:
+        raise click.UsageError(str(exc)) from None
+    if chosen_note and not as_json:
+        click.echo(f"smoke: {chosen_note}", err=True)
+    try:
+        code = _run_agent(agent, task, as_json=as_json, approve=_approve_mode(yes, as_json))
+    finally:
+        store.close()
+    if not as_json:
+        click.echo(f"session: {agent.session_id} (continue with --session {agent.session_id})", err=True)
+    sys.exit(code)
+
+
+@click.command("demo")
+@click.option("--yes", "-y", is_flag=True, help="Approve every call without asking.")
+@click.option("--json", "as_json", is_flag=True, help="Write every event as one JSON line to stdout.")
+@click.option("--workspace", "-w", default=None, type=click.Path(file_okay=False), help="Copy the sample project here instead of a temporary folder.")
+def demo_command(yes: bool, as_json: bool, workspace: str | None) -> None:
+    """Watch a simulated model fix a real bug with the real harness (offline, no key)."""
+    import subprocess
+
+    from .demo import DEMO_TASK, SIMULATION_LABEL, create_demo_agent
+
+    approve = "yes" if yes else ("ask" if _interactive() else "yes")
+    if approve == "yes" and not yes and not as_json:
+        click.echo("smoke demo: no terminal attached, so approvals are granted automatically (use --yes to say so).", err=True)
+    try:
+        agent, project = create_demo_agent(workspace, auto_approve=(approve == "yes"))
+    except RuntimeError as exc:
+        click.echo(f"smoke demo: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    if not as_json:
+        click.echo(f"sample project copied to {project}")
+    code = _run_agent(agent, DEMO_TASK, as_json=as_json, approve=approve, label=SIMULATION_LABEL)
+    if not as_json:
+        proc = subprocess.run(
+            [sys.executable, "-m", "unittest", "discover", "-s", "tests"], cwd=project,
+            capture_output=True, text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        )
+        verdict = "pass" if proc.returncode == 0 else "FAIL"
+        click.echo(f"\nsample project tests after the run: {verdict} ({proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ''})")
+        click.echo(f"the project is at {project}")
+    sys.exit(code)
+
+
+@click.group("sessions", invoke_without_command=True)
+@click.option("--workspace", "-w", default=".", type=click.Path(exists=True, file_okay=False))
+@click.pass_context
+def sessions_group(ctx: click.Context, workspace: str) -> None:
+    """List sessions kept in .smoke/sessions.db (or show one)."""
+    ctx.obj = Path(workspace).resolve()
+    if ctx.invoked_subcommand is not None:
+        return
+    db = ctx.obj / ".smoke" / "sessions.db"
+    if not db.exists():
+        click.echo(f"no sessions yet in {db}")
+        return
+    store = _open_store(ctx.obj)
+    try:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"Sessions in {db}")
+        for col in ("session", "messages", "updated", "title"):
+            table.add_column(col)
+        for info in store.list_sessions():
+            table.add_row(info.session_id, str(info.message_count),
+                          time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated_at)), (info.title or "")[:60])
+        Console().print(table)
+    finally:
+        store.close()
+
+
+@sessions_group.command("show")
+@click.argument("session_id")
+@click.pass_obj
+def sessions_show(workspace: Path, session_id: str) -> None:
+    """Print the transcript of SESSION_ID."""
+    store = _open_store(workspace)
+    try:
+        messages = store.load(session_id)
+    finally:
+        store.close()
+    if not messages:
+        click.echo(f"no session {session_id!r} in {workspace / '.smoke' / 'sessions.db'}; `smoke sessions` lists them", err=True)
+        sys.exit(EXIT_USAGE)
+    for m in messages:
+        for b in m["content"]:
+            kind = b.get("type")
+            if kind == "text":
+                click.echo(f"[{m['role']}] {b['text']}")
+            elif kind == "thinking":
+                click.echo(f"[{m['role']} thinking] {b.get('text', '')}")
+            elif kind == "tool_call":
+                click.echo(f"[{m['role']} → {b['name']}] {json.dumps(b.get('input', {}), ensure_ascii=False)}")
+            elif kind == "tool_result":
+                text = " ".join(c.get("text", "") for c in b.get("content", []) if c.get("type") == "text")
+                flag = " (error)" if b.get("is_error") else ""
+                click.echo(f"[result{flag}] {text[:500]}")

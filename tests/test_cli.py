@@ -1,0 +1,309 @@
+"""The CLI: click's runner for the plain paths, real subprocesses (and a
+pseudo-terminal) for prompts, JSON streams, signals and the demo."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from smoke_core.cli import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+TOOL_PLUGINS = "tools_filesystem,tools_search,tools_terminal,tools_agent"
+
+
+def have_tool_plugins() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) for m in
+               ("smoke_tools_filesystem", "smoke_tools_search", "smoke_tools_terminal", "smoke_tools_agent"))
+
+
+needs_tools = pytest.mark.skipif(not have_tool_plugins(), reason="needs the smoke-tools-* plugins installed")
+
+KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "NVIDIA_API_KEY", "OPENROUTER_API_KEY", "GROQ_API_KEY",
+            "GEMINI_API_KEY", "MISTRAL_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY", "TOGETHER_API_KEY",
+            "FIREWORKS_API_KEY", "CEREBRAS_API_KEY", "HF_TOKEN", "HUGGINGFACE_API_KEY")
+
+
+def clean_env(tmp_path, **extra) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in KEY_VARS and k != "SMOKE_LOAD_PLUGINS"}
+    env["HOME"] = str(tmp_path / "home")
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "home" / ".config")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(extra)
+    return env
+
+
+def smoke(*args, cwd, env, input=None, timeout=120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "smoke_core.cli", *args], cwd=cwd, env=env, input=input,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def sample(tmp_path) -> Path:
+    from smoke_core.demo import copy_sample_project
+
+    return copy_sample_project(tmp_path / "project")
+
+
+def test_version():
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0 and "smoke, version" in result.output
+
+
+def test_no_key_is_a_usage_error_pointing_to_demo(tmp_path):
+    proc = smoke("run", "do something", cwd=tmp_path, env=clean_env(tmp_path))
+    assert proc.returncode == 2
+    assert "no model provider is configured" in proc.stderr
+    assert "smoke demo" in proc.stderr
+
+
+def test_bad_config_is_a_usage_error(tmp_path):
+    (tmp_path / ".smoke").mkdir()
+    (tmp_path / ".smoke" / "config.yaml").write_text("provider: [unclosed\n")
+    proc = smoke("run", "x", cwd=tmp_path, env=clean_env(tmp_path))
+    assert proc.returncode == 2 and "not valid YAML" in proc.stderr
+
+
+def test_unknown_provider_is_a_usage_error(tmp_path):
+    proc = smoke("run", "x", "--provider", "nope", cwd=tmp_path, env=clean_env(tmp_path))
+    assert proc.returncode == 2 and "unknown provider 'nope'" in proc.stderr
+
+
+@needs_tools
+def test_json_stream_follows_event_order(tmp_path):
+    project = sample(tmp_path)
+    proc = smoke("run", "--provider", "demo", "--yes", "--json", "fix median", cwd=project,
+                 env=clean_env(tmp_path, SMOKE_LOAD_PLUGINS=TOOL_PLUGINS))
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    types = [e["type"] for e in events]
+    assert types[0] == "run.started" and types[-1] == "run.completed"
+    assert types.count("step.started") == types.count("step.ended")
+    for a, b in zip(events, events[1:]):
+        assert a["timestamp"] <= b["timestamp"]
+    starts = [e["data"]["tool_call_id"] for e in events if e["type"] == "tool.started"]
+    ends = [e["data"]["tool_call_id"] for e in events if e["type"] == "tool.completed"]
+    assert sorted(starts) == sorted(ends) and len(starts) >= 8
+    assert "sorted(values)" in (project / "stats" / "core.py").read_text()
+
+
+@needs_tools
+def test_without_terminal_or_yes_approvals_are_denied_not_hung(tmp_path):
+    project = sample(tmp_path)
+    proc = smoke("run", "--provider", "demo", "fix median", cwd=project,
+                 env=clean_env(tmp_path, SMOKE_LOAD_PLUGINS=TOOL_PLUGINS), input="", timeout=120)
+    assert "no terminal is attached: denied" in proc.stdout
+    assert "--yes" in proc.stdout
+    assert "list(values)" in (project / "stats" / "core.py").read_text()  # nothing changed
+
+
+@needs_tools
+def test_demo_yes_fixes_the_bug_and_tests_pass(tmp_path):
+    target = tmp_path / "demo"
+    proc = smoke("demo", "--yes", "--workspace", str(target), cwd=tmp_path,
+                 env=clean_env(tmp_path, SMOKE_LOAD_PLUGINS=TOOL_PLUGINS, COLUMNS="200"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "simulated model" in proc.stdout
+    assert "sample project tests after the run: pass" in proc.stdout
+    assert "sorted(values)" in (target / "stats" / "core.py").read_text()
+    check = subprocess.run([sys.executable, "-m", "unittest", "discover", "-s", "tests"], cwd=target,
+                           capture_output=True, text=True)
+    assert check.returncode == 0
+
+
+# ------------------------------------------------------------ sessions
+
+
+def write_scripted_provider_plugin(root: Path) -> Path:
+    """A real plugin distribution (dist-info on PYTHONPATH) adding the provider
+    `cli-scripted`, whose turns are read from $SMOKE_TEST_TURNS."""
+    info = root / "smoke_cli_scripted-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: smoke-cli-scripted\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[smoke]\ncli_scripted = smoke_cli_scripted\n")
+    (root / "smoke_cli_scripted.py").write_text(textwrap.dedent(
+        """
+        import json, os
+        from smoke_core import hookimpl
+
+        def _answer(request):
+            last = request.messages[-1]
+            texts = [c.get("text", "") for b in last["content"] for c in b.get("content", [])]
+            return "the answer was: " + " ".join(texts)
+
+        @hookimpl
+        def register_providers(register):
+            def factory(**kw):
+                from smoke_core.testing import ScriptedProvider
+                turns = json.loads(os.environ["SMOKE_TEST_TURNS"])
+                turns = [_answer if t == "ECHO_LAST_RESULT" else t for t in turns]
+                return ScriptedProvider(turns, delay=float(os.environ.get("SMOKE_TEST_DELAY", "0")))
+            register("cli-scripted", factory)
+        """
+    ))
+    return root
+
+
+def test_sessions_list_show_and_continue(tmp_path):
+    plugdir = write_scripted_provider_plugin(tmp_path / "plug")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = clean_env(tmp_path, PYTHONPATH=str(plugdir), SMOKE_LOAD_PLUGINS="cli_scripted",
+                    SMOKE_TEST_TURNS=json.dumps(["first answer"]))
+    proc = smoke("run", "--provider", "cli-scripted", "--session", "work", "first task", cwd=ws, env=env)
+    assert proc.returncode == 0, proc.stderr
+    env["SMOKE_TEST_TURNS"] = json.dumps(["second answer"])
+    proc = smoke("run", "--provider", "cli-scripted", "--session", "work", "second task", cwd=ws, env=env)
+    assert proc.returncode == 0, proc.stderr
+    proc = smoke("sessions", cwd=ws, env={**env, "COLUMNS": "200"})
+    assert "work" in proc.stdout and "first task" in proc.stdout
+    proc = smoke("sessions", "show", "work", cwd=ws, env=env)
+    lines = proc.stdout.splitlines()
+    assert lines == ["[user] first task", "[assistant] first answer", "[user] second task", "[assistant] second answer"]
+    proc = smoke("sessions", "show", "nope", cwd=ws, env=env)
+    assert proc.returncode == 2 and "smoke sessions" in proc.stderr
+
+
+@needs_tools
+def test_sigkill_loses_at_most_the_step_in_flight(tmp_path):
+    project = sample(tmp_path)
+    env = clean_env(tmp_path, SMOKE_LOAD_PLUGINS=TOOL_PLUGINS)
+    cmd = [sys.executable, "-m", "smoke_core.cli", "run", "--provider", "demo", "--yes", "--json",
+           "--session", "crashy", "fix median"]
+    proc = subprocess.Popen(cmd, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    seen = []
+    try:
+        for line in proc.stdout:
+            event = json.loads(line)
+            seen.append(event["type"])
+            if event["type"] == "step.ended" and event["data"]["step"] == 3:
+                proc.send_signal(signal.SIGKILL)
+                break
+    finally:
+        proc.wait(timeout=60)
+        proc.stdout.close()
+    assert proc.returncode == -signal.SIGKILL
+    db = sqlite3.connect(project / ".smoke" / "sessions.db")
+    rows = db.execute("SELECT role, content FROM messages WHERE session_id='crashy' ORDER BY seq").fetchall()
+    db.close()
+    roles = [r[0] for r in rows]
+    # task + 3 complete steps (assistant + tool results) are on disk
+    assert roles[:7] == ["user", "assistant", "tool", "assistant", "tool", "assistant", "tool"]
+    # continuing the session sees that history
+    plugdir = write_scripted_provider_plugin(tmp_path / "plug")
+    env2 = clean_env(tmp_path, PYTHONPATH=str(plugdir), SMOKE_LOAD_PLUGINS="cli_scripted",
+                     SMOKE_TEST_TURNS=json.dumps(["continuing"]))
+    done = smoke("run", "--provider", "cli-scripted", "--session", "crashy", "--json", "go on", cwd=project, env=env2)
+    assert done.returncode == 0, done.stderr
+    db = sqlite3.connect(project / ".smoke" / "sessions.db")
+    count = db.execute("SELECT COUNT(*) FROM messages WHERE session_id='crashy'").fetchone()[0]
+    db.close()
+    assert count >= len(rows) + 2
+
+
+# ------------------------------------------------------------ a real terminal
+
+
+class Pty:
+    def __init__(self, argv, cwd, env):
+        self.master, slave = pty.openpty()
+        self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=slave,
+                                     start_new_session=True)
+        os.close(slave)
+        self.buffer = ""
+
+    def read_until(self, needle: str, timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        while needle not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"timed out waiting for {needle!r}; got:\n{self.buffer[-3000:]}")
+            ready, _, _ = select.select([self.master], [], [], left)
+            if ready:
+                try:
+                    chunk = os.read(self.master, 65536).decode(errors="replace")
+                except OSError:
+                    chunk = ""
+                if not chunk:
+                    if self.proc.poll() is not None:
+                        raise AssertionError(f"process ended before {needle!r}; got:\n{self.buffer[-3000:]}")
+                    continue
+                self.buffer += chunk
+        index = self.buffer.index(needle) + len(needle)
+        out, self.buffer = self.buffer[:index], self.buffer[index:]
+        return out
+
+    def send(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    def finish(self, timeout: float = 60) -> int:
+        deadline = time.monotonic() + timeout
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            ready, _, _ = select.select([self.master], [], [], 0.5)
+            if ready:
+                try:
+                    self.buffer += os.read(self.master, 65536).decode(errors="replace")
+                except OSError:
+                    break
+        code = self.proc.wait(timeout=max(1, deadline - time.monotonic()))
+        os.close(self.master)
+        return code
+
+
+@needs_tools
+def test_pty_approval_prompts(tmp_path):
+    project = sample(tmp_path)
+    env = clean_env(tmp_path, SMOKE_LOAD_PLUGINS=TOOL_PLUGINS, COLUMNS="160", TERM="xterm")
+    term = Pty([sys.executable, "-m", "smoke_core.cli", "run", "--provider", "demo", "fix median"], project, env)
+    term.read_until("allow once [y]")             # first run_test
+    term.send("y\n")
+    out = term.read_until("allow once [y]")       # the edit, shown as a diff
+    assert "sorted(values)" in out and "list(values)" in out
+    term.send("a\n")
+    term.read_until("allow once [y]")             # run_test again (a different tool)
+    term.send("y\n")
+    assert term.finish() == 0
+    assert "sorted(values)" in (project / "stats" / "core.py").read_text()
+
+
+def test_pty_ask_user_and_ctrl_c(tmp_path):
+    pytest.importorskip("smoke_tools_agent")
+    plugdir = write_scripted_provider_plugin(tmp_path / "plug")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    turns = [
+        {"tool_calls": [{"name": "ask_user", "input": {"question": "Which colour?", "options": ["red", "blue"]}}]},
+        "ECHO_LAST_RESULT",
+    ]
+    env = clean_env(tmp_path, PYTHONPATH=str(plugdir), SMOKE_LOAD_PLUGINS="cli_scripted,tools_agent",
+                    SMOKE_TEST_TURNS=json.dumps(turns), COLUMNS="160", TERM="xterm")
+    term = Pty([sys.executable, "-m", "smoke_core.cli", "run", "--provider", "cli-scripted", "pick"], ws, env)
+    term.read_until("Which colour?")
+    term.read_until("answer:")
+    term.send("2\n")
+    out = term.read_until("completed")
+    assert term.finish() == 0
+    assert "the answer was: blue" in out + term.buffer
+
+    # Ctrl-C while paused on a question: interrupted, exit 130, transcript kept
+    term = Pty([sys.executable, "-m", "smoke_core.cli", "run", "--provider", "cli-scripted", "--session", "cc", "pick"],
+               ws, env)
+    term.read_until("answer:")
+    os.killpg(term.proc.pid, signal.SIGINT)
+    term.read_until("interrupted")
+    assert term.finish() == 130
+    proc = smoke("sessions", "show", "cc", cwd=ws, env=env)
+    assert "[user] pick" in proc.stdout and "ask_user" in proc.stdout
