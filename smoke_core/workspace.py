@@ -97,4 +97,6 @@ class Workspace:
 
 
 def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+    # a string prefix test: `root in path.parents` is quadratic on deep paths
+    p, r = str(path), str(root)
+    return p == r or p.startswith(r.rstrip(os.sep) + os.sep)

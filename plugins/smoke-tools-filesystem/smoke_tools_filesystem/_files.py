@@ -34,7 +34,7 @@ def os_errors_as_tool_errors(fn: F) -> F:
         except ToolError:
             raise
         except UnicodeError as exc:
-            raise ToolError(f"the path or text cannot be encoded as UTF-8 ({exc.reason}); use plain UTF-8 text") from None
+            raise ToolError(f"the path or text cannot be encoded as UTF-8 ({exc}); use plain UTF-8 text") from None
         except (OSError, ValueError) as exc:
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise ToolError(f"file system error: {detail}") from None
@@ -43,7 +43,8 @@ def os_errors_as_tool_errors(fn: F) -> F:
 
 
 def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+    text, base = str(path), str(root)
+    return text == base or text.startswith(base.rstrip("/") + "/")
 
 
 def resolve_path(ctx: ToolContext, path: Any, *, write: bool) -> Path:

@@ -337,7 +337,7 @@ class TextFile:
         return "\r\n" if crlf > lf else "\n"
 
     def render(self) -> str:
-        return "".join(line + eol for line, eol in zip(self.lines, self.eols))
+        return "".join(line + eol for line, eol in zip(self.lines, self.eols, strict=False))
 
 
 def _find(lines: list[str], old: list[str], start: int, expected: int, at_eof: bool) -> int | None:
@@ -476,7 +476,7 @@ def plan_patch(ctx: ToolContext, patches: list[FilePatch]) -> list[_Change]:
     original: dict[Path, bytes | None] = {}
     order: list[Path] = []
 
-    def record(path: Path, before: bytes | None, after: bytes | None, action: str) -> None:  # noqa: ARG001
+    def record(path: Path, before: bytes | None, after: bytes | None, action: str) -> None:
         if path not in original:
             original[path] = before
             order.append(path)

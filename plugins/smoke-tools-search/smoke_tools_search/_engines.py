@@ -222,7 +222,7 @@ async def rg_grep(
 
 def compile_pattern(pattern: str, case_insensitive: bool) -> re.Pattern[str]:
     try:
-        return re.compile(pattern, re.IGNORECASE if case_insensitive else 0)
+        return re.compile(pattern, re.MULTILINE | (re.IGNORECASE if case_insensitive else 0))
     except re.error as exc:
         raise ToolError(f"invalid search pattern (Python re): {exc}") from None
 

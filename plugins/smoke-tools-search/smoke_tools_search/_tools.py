@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,41 +77,36 @@ def format_grep(outcome: GrepOutcome, *, pattern: str, where: str, limit: int, c
     out: list[str] = []
     size = 0
     shown = 0
-    shown_files = 0
-    stop = False
+    full = False
     for f in files:
-        if stop:
+        if full:
             break
-        kept: list[int] = []
+        printed: set[int] = set()
+        match_set = set(f.matches)
+        last: int | None = None  # last line number printed for this file
         for n in f.matches:
-            if shown + len(kept) >= limit:
-                stop = True
+            if shown >= limit:
+                full = True
                 break
-            kept.append(n)
-        if not kept:
-            break
-        wanted: set[int] = set()
-        for n in kept:
-            wanted.update(k for k in range(n - context, n + context + 1) if k in f.lines)
-        matches = set(kept)
-        block: list[str] = []
-        previous = None
-        for n in sorted(wanted):
-            if context and previous is not None and n != previous + 1:
-                block.append("--")
-            sep = ":" if n in matches else "-"
-            block.append(f"{f.path}{sep}{n}{sep}{_cut(f.lines[n])}")
-            previous = n
-        if context and out:
-            block.insert(0, "--")
-        block_size = sum(len(b) + 1 for b in block)
-        if out and size + block_size > MAX_OUTPUT_CHARS:
-            stop = True
-            break
-        out.extend(block)
-        size += block_size
-        shown += len(kept)
-        shown_files += 1
+            block: list[str] = []
+            for k in range(n - context, n + context + 1):
+                if k > n and k in match_set:
+                    break  # the next match prints itself (and its own context)
+                if k in printed or k not in f.lines:
+                    continue
+                if context and ((last is not None and k != last + 1) or (last is None and out and not block)):
+                    block.append("--")
+                sep = ":" if k == n else "-"
+                block.append(f"{f.path}{sep}{k}{sep}{_cut(f.lines[k])}")
+                printed.add(k)
+                last = k
+            block_size = sum(len(b) + 1 for b in block)
+            if out and size + block_size > MAX_OUTPUT_CHARS:
+                full = True
+                break
+            out.extend(block)
+            size += block_size
+            shown += 1
     more = total - shown
     head = f"{total}{'+' if outcome.capped else ''} matches in {len(files)}{'+' if outcome.capped else ''} files"
     lines = [head + (f" (showing {shown})" if more else "") + ":", *out]
@@ -135,6 +131,24 @@ def format_glob(paths: list[str], *, pattern: str, where: str, limit: int) -> tu
     return "\n".join(lines), {"total": len(paths), "shown": len(shown)}
 
 
+def _clean_errors(fn: Any) -> Any:
+    """OS and encoding failures become clean tool errors (no tracebacks for the model)."""
+
+    @functools.wraps(fn)
+    async def wrapper(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        try:
+            return await fn(input, ctx)
+        except ToolError:
+            raise
+        except UnicodeError as exc:
+            raise ToolError(f"the path cannot be encoded ({exc}); use a plain UTF-8 path") from None
+        except OSError as exc:
+            raise ToolError(f"file system error: {exc.strerror or exc}") from None
+
+    return wrapper
+
+
+@_clean_errors
 async def glob_tool(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
     pattern = input.get("pattern")
     if not isinstance(pattern, str) or not pattern.strip():
@@ -154,6 +168,7 @@ async def glob_tool(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult.text(text, data=data)
 
 
+@_clean_errors
 async def grep_tool(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
     pattern = input.get("pattern")
     if not isinstance(pattern, str) or pattern == "":
