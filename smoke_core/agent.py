@@ -81,6 +81,11 @@ class Agent:
         return self._pm
 
     @property
+    def registry(self) -> ToolRegistry:
+        """Every tool registered for this agent (exposed or not), with its source."""
+        return self._registry
+
+    @property
     def tools(self) -> dict[str, ToolDefinition]:
         """The tools the next run will expose, by name."""
         return self._exposed_tools()
@@ -305,6 +310,7 @@ def create_agent(
     model_settings: dict[str, Any] | None = None,
     max_tool_output_chars: int = 30_000,
     autoload_plugins: bool = True,
+    provider_options: dict[str, Any] | None = None,
     **plugin_options: Any,
 ) -> Agent:
     """Create an :class:`Agent`.
@@ -316,7 +322,8 @@ def create_agent(
     ``ToolDefinition``s. ``hooks`` maps hook names to callables; ``plugins``
     are plugin objects for this agent only. Other keyword arguments
     (``mcp_servers=``, ``skills_dir=``...) are kept in ``options.extra`` for
-    plugins to read.
+    plugins to read; ``provider_options`` go to the provider factory
+    (``{"idle_timeout": 30}``).
     """
     workspace = Workspace(workspace_path)
     if not isinstance(max_steps, int) or max_steps < 1:
@@ -350,7 +357,7 @@ def create_agent(
             call_impl(impl, {"register": reg})
         except Exception as exc:
             log.warning("smoke: register_providers in %s raised %s: %s (skipped)", label, type(exc).__name__, exc)
-    provider_obj = _resolve_provider(provider, model, api_key, base_url, user_id, providers, model_settings)
+    provider_obj = _resolve_provider(provider, model, api_key, base_url, user_id, providers, provider_options)
 
     # tools
     registry = ToolRegistry()
@@ -424,7 +431,7 @@ def _resolve_provider(
     base_url: str | None,
     user_id: str | None,
     providers: ProviderRegistry,
-    model_settings: dict[str, Any] | None,
+    provider_options: dict[str, Any] | None,
 ) -> Provider:
     if provider is not None and not isinstance(provider, str):
         if not hasattr(provider, "stream"):
@@ -451,6 +458,7 @@ def _resolve_provider(
     kwargs: dict[str, Any] = {"model": model or spec.default_model, "api_key": api_key, "user_id": user_id}
     if base_url is not None:
         kwargs["base_url"] = base_url
+    kwargs.update(provider_options or {})
     try:
         return spec.factory(**kwargs)
     except AgentError:

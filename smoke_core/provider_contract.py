@@ -132,29 +132,29 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         length = int(self.headers.get("content-length") or 0)
-        body = self.rfile.read(length) if length else b""
+        received = self.rfile.read(length) if length else b""
         fake = self.server.fake
         recorded = RecordedRequest(
-            self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body
+            self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, received
         )
         reply = fake._next_reply(recorded)
         self.send_response(reply.status)
         names = {k.lower() for k, _ in reply.header_items()}
         for key, value in reply.header_items():
             self.send_header(key, value)
-        chunked = isinstance(reply.body, list)
-        if chunked:
+        body = reply.body
+        if isinstance(body, list):
             self.send_header("Transfer-Encoding", "chunked")
         else:
-            self.send_header("Content-Length", str(len(reply.body)))  # type: ignore[arg-type]
+            self.send_header("Content-Length", str(len(body)))
         if reply.then or "connection" in names:
             self.close_connection = True
         self.end_headers()
-        if not chunked:
-            self.wfile.write(reply.body)  # type: ignore[arg-type]
+        if not isinstance(body, list):
+            self.wfile.write(body)
             self.wfile.flush()
             return
-        for chunk in reply.body:  # type: ignore[union-attr]
+        for chunk in body:
             if chunk:
                 self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                 self.wfile.flush()
@@ -242,8 +242,8 @@ class FakeProviderServer:
     @property
     def url(self) -> str:
         assert self._server is not None, "start the server first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        port = self._server.server_address[1]
+        return f"http://127.0.0.1:{port}"
 
     def start(self) -> FakeProviderServer:
         self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -847,12 +847,11 @@ class ProviderContract:
             try:
                 runner = asyncio.ensure_future(agent.run("go"))
                 await asyncio.wait_for(got_text.wait(), 10)
-                started = time.monotonic()
                 agent.abort()
+                # far below the 60 s idle timeout: abort itself closed the stream
                 result = await asyncio.wait_for(runner, 5)
-                elapsed = time.monotonic() - started
                 assert result.status == "interrupted"
-                assert elapsed < 2.0
+                assert result.error is None
                 assert await server.wait(server.disconnected, 10), "the server never saw the connection close"
             finally:
                 await provider.aclose()

@@ -360,6 +360,11 @@ class ToolRegistry:
         self._sources[tool.name] = source
         return tool
 
+    def unregister(self, name: str) -> ToolDefinition | None:
+        """Remove a tool (e.g. when its MCP server goes away); returns it, or None."""
+        self._sources.pop(name, None)
+        return self._tools.pop(name, None)
+
     def get(self, name: str) -> ToolDefinition | None:
         return self._tools.get(name)
 

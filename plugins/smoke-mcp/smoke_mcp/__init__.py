@@ -21,6 +21,7 @@ from ._config import TRANSPORTS, MCPServerConfig, load_server_configs
 
 if TYPE_CHECKING:
     import click
+
     from smoke_core.agent import Agent
     from smoke_core.run import RunHandle
 

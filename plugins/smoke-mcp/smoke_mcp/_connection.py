@@ -88,7 +88,8 @@ class MCPServerConnection:
         self._ready: asyncio.Future[list[Any]] | None = None
         self._requests: asyncio.Queue[Any] | None = None
         self._scope: Any = None
-        self._start_error: BaseException | None = None
+        self._ended_by: BaseException | None = None
+        self._http_status: int | None = None
 
     # ------------------------------------------------------------ public
 
@@ -113,7 +114,8 @@ class MCPServerConnection:
         self._task = loop.create_task(self._main(), name=f"smoke-mcp:{self.config.name}")
         try:
             # _main enforces the connect timeout itself; this bound is a backstop
-            await asyncio.wait({self._ready, self._task}, return_when=asyncio.FIRST_COMPLETED,
+            waiters: set[asyncio.Future[Any]] = {self._ready, self._task}
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED,
                                timeout=self.config.connect_timeout + _CLOSE_GRACE)
         except BaseException:
             await self.close()
@@ -192,7 +194,7 @@ class MCPServerConnection:
             if scope.cancelled_caught and not self._ready.done():
                 self._ready.set_exception(self._failure(None, starting=True, timed_out=True))
         except BaseException as exc:
-            self._start_error = exc
+            self._ended_by = exc
             if not self._ready.done():
                 self._ready.set_exception(self._failure(exc, starting=True))
             elif self.alive:
@@ -233,6 +235,11 @@ class MCPServerConnection:
                 headers=dict(cfg.headers) or None,
                 timeout=httpx2.Timeout(cfg.connect_timeout, read=max(cfg.timeout, 300.0)),
             )
+            async def note_status(response: Any) -> None:
+                if response.status_code >= 400:
+                    self._http_status = response.status_code
+
+            client.event_hooks["response"].append(note_status)
             await stack.enter_async_context(client)
             read, write = await stack.enter_async_context(streamable_http_client(cfg.url or "", http_client=client))
         return await stack.enter_async_context(ClientSession(read, write))
@@ -337,8 +344,8 @@ class MCPServerConnection:
         cfg = self.config
         tail = self.stderr_tail()
         code = "tool_failed"
-        if exc is None and not timed_out and self._start_error is not None:
-            exc = self._start_error
+        if exc is None and not timed_out and self._ended_by is not None:
+            exc = self._ended_by
         leaf = _leaf(exc) if exc is not None else None
         what = f"MCP server {cfg.name!r} ({cfg.describe()})"
         if timed_out or leaf is None or isinstance(leaf, (TimeoutError, asyncio.CancelledError)):
@@ -353,7 +360,7 @@ class MCPServerConnection:
             msg = f"{what} exited or closed the connection before it finished starting"
         else:
             name = type(leaf).__name__
-            status = getattr(getattr(leaf, "response", None), "status_code", None)
+            status = getattr(getattr(leaf, "response", None), "status_code", None) or self._http_status
             if name in ("ConnectError", "ConnectTimeout", "ReadError", "RemoteProtocolError", "ReadTimeout"):
                 code = "transport_disconnected"
                 msg = f"{what} could not be reached: {leaf or name}. Check that the server is running and the URL"

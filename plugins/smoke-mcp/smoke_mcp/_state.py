@@ -41,17 +41,18 @@ class MCPAgentState:
     """What smoke-mcp holds for one agent.
 
     ``connections``: server name → :class:`MCPServerConnection` (kept across
-    runs and reused); ``approved``: servers a person allowed to start (asked
-    once per agent); ``configs``: the configuration each server was started
+    runs and reused); ``approved``: server name → the command/URL a person
+    allowed to start (asked once per agent, again if it changes); ``configs``: the configuration each server was started
     with; ``tool_names``: server name → the Smoke tool names registered for it.
     """
 
     def __init__(self) -> None:
         self.connections: dict[str, MCPServerConnection] = {}
-        self.approved: set[str] = set()
+        self.approved: dict[str, dict[str, Any]] = {}
         self.configs: dict[str, MCPServerConfig] = {}
         self.tool_names: dict[str, list[str]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self.closed = False
 
     # ------------------------------------------------------------ before_run
 
@@ -71,7 +72,7 @@ class MCPAgentState:
             if conn is not None:  # dead, from another event loop, or reconfigured
                 await conn.close()
                 self.connections.pop(name, None)
-            if not cfg.trusted and name not in self.approved:
+            if not cfg.trusted and self.approved.get(name) != cfg.target():
                 allowed = await run.request_permission(
                     kind="mcp_server",
                     name=name,
@@ -88,7 +89,7 @@ class MCPAgentState:
                         severity="warning", details={"server": name, "plugin": "smoke-mcp"},
                     ))
                     continue
-                self.approved.add(name)
+                self.approved[name] = cfg.target()
             to_start.append(cfg)
 
         # servers configured before but not any more: stop them and hide their tools
@@ -136,7 +137,7 @@ class MCPAgentState:
         from smoke_core.errors import AgentErrorInfo
 
         self._unregister(run.agent, name)
-        taken = set(run.agent._registry.names())
+        taken = set(run.agent.registry.names())
         names: list[str] = []
         for tool in conn.tools:
             base = tool_name_for(name, tool.name)
@@ -159,12 +160,10 @@ class MCPAgentState:
         })
 
     def _unregister(self, agent: Agent, name: str) -> None:
-        # Core has no unregister API yet; a server's tools are owned by this plugin.
-        registry = agent._registry
+        registry = agent.registry
         for tool_name in self.tool_names.pop(name, []):
             if registry.source(tool_name) == SOURCE_PREFIX + name:
-                registry._tools.pop(tool_name, None)
-                registry._sources.pop(tool_name, None)
+                registry.unregister(tool_name)
 
     # ------------------------------------------------------------ tools
 
@@ -205,6 +204,8 @@ class MCPAgentState:
         from ._results import to_tool_result
 
         cfg = self.configs.get(server)
+        if self.closed:
+            raise ToolError(f"MCP server {server!r} was shut down: the agent was closed (agent.aclose())")
         if cfg is None:
             raise ToolError(f"MCP server {server!r} is not configured for this agent any more")
         conn = self.connections.get(server)
@@ -245,6 +246,7 @@ class MCPAgentState:
             return new
 
     async def aclose(self) -> None:
+        self.closed = True
         conns = list(self.connections.values())
         self.connections.clear()
         await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)

@@ -15,7 +15,7 @@ import os
 import sys
 
 
-def build_server():  # type: ignore[no-untyped-def]  # noqa: ANN201
+def build_server():  # type: ignore[no-untyped-def]
     import anyio
     from mcp.server.mcpserver import Image, MCPServer
     from mcp.types import ToolAnnotations

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import smoke_mcp
 from smoke_mcp._config import load_server_configs, parse_server
 from smoke_mcp._results import to_tool_result

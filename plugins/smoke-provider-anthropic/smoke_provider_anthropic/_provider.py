@@ -24,6 +24,18 @@ DEFAULT_IDLE_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_REQUEST_TIMEOUT = 600.0
 
+_ssl_context: Any = None
+
+
+def _shared_ssl_context() -> Any:
+    """One TLS context per process: building one costs ~100 ms (CA bundle)."""
+    global _ssl_context
+    if _ssl_context is None:
+        import httpx
+
+        _ssl_context = httpx.create_ssl_context()
+    return _ssl_context
+
 
 class AnthropicProvider:
     """The Anthropic Messages API (``POST /v1/messages``).
@@ -79,7 +91,7 @@ class AnthropicProvider:
 
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
-            self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
+            self._client = httpx.AsyncClient(follow_redirects=False, verify=_shared_ssl_context())
             self._client_loop = loop
         return self._client
 

@@ -11,6 +11,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
+import smoke_provider_openai
+from smoke_provider_openai import make_provider
+
 from smoke_core import create_agent, tool
 from smoke_core.errors import AgentError
 from smoke_core.messages import user_message
@@ -23,9 +26,6 @@ from smoke_core.providers import (
     ToolCallRequest,
     UsageReport,
 )
-
-import smoke_provider_openai
-from smoke_provider_openai import make_provider
 
 DATA = Path(__file__).parent / "data"
 FAST = RetryPolicy(base_delay=0.001, max_delay=0.01)
@@ -290,6 +290,7 @@ async def test_stream_conversation_through_agent(tmp_path: Path) -> None:
             await agent.aclose()
     assert result.status == "completed"
     assert result.text == "The capital of the UK is London."
+    assert agent.provider._client is None  # close_agent closed the HTTP client
     assert executed == [{"country": "UK"}]
     assert "".join(e.data["text"] for e in events if e.type == "text.delta") == "The capital of the UK is London."
     assert (result.usage.input_tokens, result.usage.output_tokens) == (53 + 78, 15 + 9)

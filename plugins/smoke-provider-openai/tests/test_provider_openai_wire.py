@@ -9,6 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import smoke_provider_openai
+from smoke_provider_openai import PRESETS, make_provider
+from smoke_provider_openai._wire import to_wire_messages
+
 from smoke_core import create_agent, tool
 from smoke_core.errors import AgentError
 from smoke_core.messages import user_message
@@ -23,10 +27,6 @@ from smoke_core.providers import (
     ToolCallRequest,
     UsageReport,
 )
-
-import smoke_provider_openai
-from smoke_provider_openai import PRESETS, make_provider
-from smoke_provider_openai._wire import to_wire_messages
 
 FAST = RetryPolicy(base_delay=0.001, max_delay=0.01)
 PNG = "iVBORw0KGgo="
