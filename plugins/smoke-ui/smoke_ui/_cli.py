@@ -28,15 +28,63 @@ def demo_factory(root: Path, *, auto_approve: bool) -> Any:
     return factory
 
 
-def provider_factory(workspace: Path, *, provider: str | None, model: str | None, auto_approve: bool) -> Any:
+def provider_factory(workspace: Path, *, provider: str | None, model: str | None, base_url: str | None,
+                     auto_approve: bool) -> tuple[Any, str | None]:
+    """Agents on ``workspace`` with the provider from the options, then
+    ``.smoke/config.yaml``, then the first provider whose API key is set (as
+    ``smoke run`` does). Returns the factory and a note on the chosen provider."""
     from smoke_core.agent import create_agent
+
+    config: dict[str, Any] = {}
+    note = None
+    try:
+        from smoke_core.config import ConfigError, detect_provider, load_config
+    except ImportError:  # an older core without config files
+        detect_provider = None  # type: ignore[assignment]
+    else:
+        try:
+            config = load_config(workspace)
+        except ConfigError as exc:
+            raise click.UsageError(str(exc)) from None
+    provider = provider or config.get("provider")
+    model = model or config.get("model")
+    base_url = base_url or config.get("base_url")
+    if provider is None and not (model and ":" in model) and detect_provider is not None:
+        found = detect_provider(_provider_specs())
+        if found is not None:
+            provider, env_var = found
+            note = f"using provider {provider} (found {env_var})"
+    if provider is None and not (model and ":" in model):
+        raise click.UsageError(
+            "no model provider is configured: set a provider's API key in the environment, pass "
+            "--provider/--model, or write provider/model in .smoke/config.yaml. "
+            "To try the UI without a key, run: smoke serve --demo"
+        )
+    extra = {key: config[key] for key in ("mcp_servers", "skills_dir") if key in config}
 
     def factory(*, session_id: str, store: Store) -> Agent:
         return create_agent(
-            workspace, provider=provider, model=model, auto_approve=auto_approve, store=store, session_id=session_id
+            workspace, provider=provider, model=model, base_url=base_url, store=store, session_id=session_id,
+            permission=config.get("permission", "ask-default"),
+            auto_approve=auto_approve or bool(config.get("auto_approve", False)),
+            max_steps=int(config.get("max_steps", 50)),
+            **extra,
         )
 
-    return factory
+    return factory, note
+
+
+def _provider_specs() -> list[Any]:
+    from smoke_core.plugins import call_impl, create_plugin_manager
+    from smoke_core.providers import ProviderRegistry
+
+    registry = ProviderRegistry()
+    for impl in create_plugin_manager().impls("register_providers"):
+        try:
+            call_impl(impl, {"register": lambda name, factory, **kw: registry.register(name, factory, **kw)})
+        except Exception:
+            continue
+    return list(registry.specs())
 
 
 @click.command("serve")
@@ -50,11 +98,12 @@ def provider_factory(workspace: Path, *, provider: str | None, model: str | None
               help="Use the offline simulated model on a copy of a sample project (no API key needed).")
 @click.option("--provider", default=None, help="Provider name (openai, anthropic, nvidia, ...).")
 @click.option("--model", "-m", default=None, help="Model name, or provider:model.")
+@click.option("--base-url", default=None, help="Base URL for OpenAI-compatible servers.")
 @click.option("--yes", "-y", is_flag=True, help="Approve every tool call without asking.")
 @click.pass_context
 def serve_command(
     ctx: click.Context, workspace: Path, port: int, host: str, demo: bool, provider: str | None,
-    model: str | None, yes: bool,
+    model: str | None, base_url: str | None, yes: bool,
 ) -> None:
     """Start a local web chat: streamed runs, tool cards, approvals and questions.
 
@@ -62,8 +111,8 @@ def serve_command(
     """
     import secrets
 
-    from .serving import bind_socket, is_loopback, make_server, url_for
     from .server import create_app
+    from .serving import bind_socket, is_loopback, make_server, url_for
 
     cleanup: list[Any] = []
     label = None
@@ -88,7 +137,10 @@ def serve_command(
         if not workspace.is_dir():
             raise click.BadParameter(f"{workspace} is not a folder", param_hint="--workspace")
         ws_shown = workspace.resolve()
-        factory = provider_factory(ws_shown, provider=provider, model=model, auto_approve=yes)
+        factory, note = provider_factory(ws_shown, provider=provider, model=model, base_url=base_url,
+                                         auto_approve=yes)
+        if note:
+            click.echo(f"smoke serve: {note}", err=True)
 
     token = secrets.token_urlsafe(32)
     app = create_app(
@@ -98,6 +150,7 @@ def serve_command(
     try:
         app.state.ui.presentations()  # creates the first agent: bad provider settings fail here, not in the page
     except Exception as exc:
+        app.state.ui.close_store()
         for fn in cleanup:
             fn()
         raise click.ClickException(str(exc)) from exc
@@ -105,6 +158,7 @@ def serve_command(
     try:
         sock = bind_socket(host, port)
     except OSError as exc:
+        app.state.ui.close_store()
         for fn in cleanup:
             fn()
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc

@@ -69,14 +69,12 @@ def open_store(workspace: str | Path) -> Store:
     ``<workspace>/.smoke/sessions.db`` when core provides it, else a
     :class:`~smoke_core.store.MemoryStore` (sessions last as long as the server)."""
     try:
-        from smoke_core.sqlite_store import SQLiteStore  # type: ignore[import-not-found]
+        from smoke_core.sqlite_store import SQLiteStore
     except ImportError:
         from smoke_core.store import MemoryStore
 
         return MemoryStore()
-    path = Path(workspace) / ".smoke" / "sessions.db"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return SQLiteStore(path)  # type: ignore[no-any-return]
+    return SQLiteStore(Path(workspace) / ".smoke" / "sessions.db")
 
 
 # ---------------------------------------------------------------- events
@@ -157,6 +155,7 @@ class UIState:
         demo_label: str | None,
         fresh_session_per_run: bool,
         on_close: Iterable[Callable[[], Any]] = (),
+        owns_store: bool = False,
     ) -> None:
         from smoke_core.agent import new_session_id
 
@@ -179,6 +178,7 @@ class UIState:
         self._running: Agent | None = None
         self._task: asyncio.Task[Any] | None = None
         self._on_close = list(on_close)
+        self._owns_store = owns_store
         self._presentations: dict[str, dict[str, Any]] | None = None
 
     # ------------------------------------------------------------ agents
@@ -253,11 +253,11 @@ class UIState:
         elif t == "permission.required":
             self.pending_permissions[data["tool_call_id"]] = data
         elif t == "permission.resolved":
-            self.pending_permissions.pop(data.get("tool_call_id"), None)
+            self.pending_permissions.pop(str(data.get("tool_call_id")), None)
         elif t == "ask_user.required":
             self.pending_questions[data["tool_call_id"]] = data
         elif t == "ask_user.response":
-            self.pending_questions.pop(data.get("tool_call_id"), None)
+            self.pending_questions.pop(str(data.get("tool_call_id")), None)
         self.hub.publish(payload)
 
     def resolve_permission(self, tool_call_id: str, decision: str) -> None:
@@ -292,11 +292,19 @@ class UIState:
         for agent in list(self.agents.values()):
             with contextlib.suppress(Exception):
                 await agent.aclose()
+        self.close_store()
         for fn in self._on_close:
             try:
                 fn()
             except Exception:
                 log.exception("smoke-ui: cleanup failed")
+
+    def close_store(self) -> None:
+        """Close the store if this server opened it (a store passed in stays open)."""
+        close = getattr(self.store, "close", None)
+        if self._owns_store and close is not None:
+            self._owns_store = False
+            close()
 
     # ------------------------------------------------------------ views
 
@@ -421,11 +429,13 @@ def create_app(
     ``agent_factory(session_id=..., store=...)`` returns the agent of a session
     (called once per session). ``token`` defaults to a fresh random one; read
     it back from ``app.state.ui.token``. ``store`` defaults to
-    :func:`open_store` on ``workspace`` (a memory store without one).
+    :func:`open_store` on ``workspace`` (a memory store without one); a store
+    the server opened is closed when it shuts down.
     ``demo_label`` marks the page as a simulation. ``fresh_session_per_run``
     starts a new session for every task (the scripted demo model knows one
     task only). ``on_close`` callables run when the server shuts down.
     """
+    owns_store = store is None
     if store is None:
         if workspace is not None:
             store = open_store(workspace)
@@ -442,6 +452,7 @@ def create_app(
         demo_label=demo_label,
         fresh_session_per_run=fresh_session_per_run,
         on_close=on_close,
+        owns_store=owns_store,
     )
 
     def fail(exc: UIError) -> JSONResponse:

@@ -12,12 +12,12 @@ from typing import Any
 
 import httpx
 import pytest
+from smoke_ui.server import EventHub, create_app
+from smoke_ui.serving import bind_socket, make_server, url_for
 
 from smoke_core import ToolContext, create_agent, tool
 from smoke_core.store import MemoryStore
 from smoke_core.testing import ScriptedProvider
-from smoke_ui.server import EventHub, create_app
-from smoke_ui.serving import bind_socket, make_server, url_for
 
 TIMEOUT = 30
 
@@ -427,14 +427,16 @@ async def test_shutdown_ends_open_streams_and_aborts_the_run(app: Any) -> None:
     sock = bind_socket("127.0.0.1", 0)
     server = make_server(app)
     task = asyncio.create_task(server.serve(sockets=[sock]))
-    async with httpx.AsyncClient(base_url=url_for(sock, "127.0.0.1"), timeout=TIMEOUT) as client:
-        async with events(client, app) as sse:
-            await client.post("/api/runs", json={"task": "go"}, headers=auth(app))
-            await sse.until("permission.required")
-            server.should_exit = True
-            with pytest.raises(EOFError):
-                while True:  # the server ends the stream instead of waiting for the page to leave
-                    await sse.next()
+    async with (
+        httpx.AsyncClient(base_url=url_for(sock, "127.0.0.1"), timeout=TIMEOUT) as client,
+        events(client, app) as sse,
+    ):
+        await client.post("/api/runs", json={"task": "go"}, headers=auth(app))
+        await sse.until("permission.required")
+        server.should_exit = True
+        with pytest.raises(EOFError):
+            while True:  # the server ends the stream instead of waiting for the page to leave
+                await sse.next()
     await asyncio.wait_for(task, TIMEOUT)
     sock.close()
     assert app.state.ui.hub.closed

@@ -179,6 +179,8 @@
     result.textContent = text.length > 20000 ? text.slice(0, 20000) + "\n…" : text;
     result.classList.toggle("hidden", !text);
     card.querySelector('[data-testid="tool-progress"]').classList.add("hidden");
+    // the result holds what the model saw; the live output was the preview of it
+    if (text) card.querySelector('[data-testid="tool-output"]').classList.add("hidden");
   }
 
   function onToolOutput(data) {
@@ -241,7 +243,7 @@
     );
     const host = state.cards[id];
     if (host) {
-      host.append(card);
+      host.insertBefore(card, host.querySelector('[data-testid="tool-output"]'));
       scroll();
     } else {
       closeText();
@@ -291,7 +293,7 @@
     ]);
     const host = state.cards[id];
     if (host) {
-      host.append(card);
+      host.insertBefore(card, host.querySelector('[data-testid="tool-output"]'));
       scroll();
     } else {
       closeText();
@@ -357,6 +359,7 @@
       const model = [ev.data.provider, ev.data.model].filter(Boolean).join(" · ");
       if (model) $("run-phase").setAttribute("title", model);
       $("usage").textContent = formatTokens(null);
+      $("run-phase").textContent = "";
       setStatus("running");
     },
     "text.thought": (ev) => {
@@ -491,7 +494,7 @@
         onclick: () => openTranscript(s.session_id, s.title),
       }, [
         el("div", { class: "session-title", text: s.title || s.session_id }),
-        el("div", { class: "session-meta", text: s.message_count + " messages · " + when }),
+        el("div", { class: "session-meta", text: s.message_count + (s.message_count === 1 ? " message · " : " messages · ") + when }),
       ]);
       list.append(item);
     }
@@ -563,9 +566,9 @@
     $("send-button").disabled = true;
     try {
       const res = await api("POST", "/api/runs", { task, session_id: state.sessionId });
+      // run.started (over SSE) sets the status; it may even have arrived before this answer
       setSession(res.session_id);
       input.value = "";
-      setStatus("running");
     } catch (err) {
       showError("Could not start the run", err.message);
       $("send-button").disabled = state.running;
@@ -623,6 +626,7 @@
     if (snapshot.demo_label) {
       const badge = $("demo-badge");
       badge.textContent = "Demo · " + snapshot.demo_label;
+      badge.title = snapshot.demo_label;
       badge.classList.remove("hidden");
     }
     document.body.setAttribute("data-ready", "true");

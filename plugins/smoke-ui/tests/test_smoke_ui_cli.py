@@ -1,0 +1,148 @@
+"""``smoke serve`` as a user runs it: a real process, a real port."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import httpx
+import pytest
+
+PLUGIN_DIR = Path(__file__).resolve().parents[1]
+SMOKE = [sys.executable, "-c", "from smoke_core.cli import main; main()"]
+
+
+DEMO_PLUGINS = "smoke-ui,smoke-tools-filesystem,smoke-tools-search,smoke-tools-terminal,smoke-tools-agent"
+
+
+def env(tmp_path: Path, plugins: str = "smoke-ui") -> dict[str, str]:
+    # only core's built-ins and the named plugins; no user config leaks in
+    return {**os.environ, "SMOKE_LOAD_PLUGINS": plugins, "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "PYTHONUNBUFFERED": "1"}
+
+
+def test_importing_the_plugin_does_not_import_the_web_stack() -> None:
+    code = "import sys, smoke_ui; print(json.dumps([m in sys.modules for m in ('starlette', 'uvicorn')]))"
+    out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == [False, False]
+
+
+def test_serve_is_a_smoke_command(tmp_path: Path) -> None:
+    out = subprocess.run([*SMOKE, "serve", "--help"], capture_output=True, text=True, env=env(tmp_path))
+    assert out.returncode == 0, out.stderr
+    for option in ("--workspace", "--port", "--host", "--demo", "--provider", "--model", "--yes"):
+        assert option in out.stdout
+
+
+def test_serve_without_a_provider_says_what_to_do(tmp_path: Path) -> None:
+    clean = {k: v for k, v in env(tmp_path).items() if not k.endswith("_API_KEY")}
+    out = subprocess.run([*SMOKE, "serve", "-w", str(tmp_path), "--port", "0"], capture_output=True, text=True,
+                         env=clean, timeout=60)
+    assert out.returncode != 0
+    assert "no model provider is configured" in out.stderr
+    assert "smoke serve --demo" in out.stderr
+    bad = subprocess.run([*SMOKE, "serve", "-w", str(tmp_path), "--provider", "nope", "--port", "0"],
+                         capture_output=True, text=True, env=clean, timeout=60)
+    assert bad.returncode != 0 and "unknown provider 'nope'" in bad.stderr
+
+
+def start_serve(tmp_path: Path, *args: str, plugins: str = "smoke-ui") -> tuple[subprocess.Popen[str], str, list[str]]:
+    proc = subprocess.Popen([*SMOKE, "serve", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env(tmp_path, plugins))
+    assert proc.stdout is not None
+    lines: list[str] = []
+    for line in proc.stdout:  # ends if the process dies
+        lines.append(line)
+        match = re.search(r"(http://\S+/\?token=\S+)", line)
+        if match:
+            return proc, match.group(1), lines
+    _, err = proc.communicate(timeout=30)
+    raise AssertionError(f"smoke serve printed no URL: {lines!r} {err}")
+
+
+def stop_serve(proc: subprocess.Popen[str]) -> tuple[int, str]:
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return proc.returncode, err
+
+
+def test_serve_runs_a_real_server_with_a_token(tmp_path: Path) -> None:
+    # the built-in `demo` provider needs no key; the tools do not matter here
+    proc, url, _ = start_serve(tmp_path, "-w", str(tmp_path), "--provider", "demo", "--port", "0")
+    try:
+        base, token = url.split("/?token=")
+        assert base.startswith("http://127.0.0.1:")
+        page = httpx.get(url, timeout=30)
+        assert page.status_code == 200 and token in page.text
+        assert httpx.get(base + "/api/state", timeout=30).status_code == 403
+        state = httpx.get(base + "/api/state", headers={"X-Smoke-Token": token}, timeout=30).json()
+        assert state["workspace"] == str(tmp_path.resolve())
+        assert state["demo"] is False
+        refused = httpx.post(base + "/api/runs", json={"task": "x"}, timeout=30,
+                             headers={"X-Smoke-Token": token, "Origin": "http://evil.example"})
+        assert refused.status_code == 403
+    finally:
+        code, err = stop_serve(proc)
+    assert code == 0, err
+    assert (tmp_path / ".smoke" / "sessions.db").exists()  # sessions persist in the workspace
+
+
+def test_serve_on_all_interfaces_warns(tmp_path: Path) -> None:
+    proc, url, _ = start_serve(tmp_path, "-w", str(tmp_path), "--provider", "demo", "--port", "0", "--host", "0.0.0.0")
+    try:
+        assert httpx.get(url.split("/?token=")[0] + "/healthz", timeout=30).status_code == 200
+    finally:
+        code, err = stop_serve(proc)
+    assert code == 0
+    assert "warning: --host 0.0.0.0 exposes this agent" in err
+
+
+def test_serve_demo(tmp_path: Path) -> None:
+    try:
+        from smoke_core.demo import create_demo_agent
+
+        agent, _ = create_demo_agent(tmp_path / "probe")
+    except (ImportError, RuntimeError) as exc:
+        pytest.skip(f"the demo cannot run here: {exc}")
+    del agent
+    proc, url, _ = start_serve(tmp_path, "--demo", "--port", "0", plugins=DEMO_PLUGINS)
+    try:
+        base, token = url.split("/?token=")
+        state = httpx.get(base + "/api/state", headers={"X-Smoke-Token": token}, timeout=30).json()
+        assert state["demo"] is True and "simulated" in state["demo_label"]
+        assert state["presentations"]["edit_file"]["label"]
+        workspace = Path(state["workspace"])
+        assert workspace.is_dir()
+    finally:
+        code, err = stop_serve(proc)
+    assert code == 0, err
+    assert not workspace.exists()  # the temporary demo folder is removed on exit
+
+
+def test_wheel_ships_the_static_files(tmp_path: Path) -> None:
+    try:
+        import hatchling  # noqa: F401
+    except ImportError:
+        pytest.skip("hatchling is not installed (pip install hatchling)")
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path),
+         str(PLUGIN_DIR)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    wheel = next(tmp_path.glob("smoke_ui-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name in ("index.html", "app.js", "app.css"):
+        assert f"smoke_ui/static/{name}" in names
+    assert "smoke_ui/py.typed" in names
