@@ -170,7 +170,7 @@ class TerminalUI:
                 c.print(f"  [dim]{_esc(d['reason'])}[/dim]")
             if what:
                 c.print(what)
-            answer = await asyncio.to_thread(
+            answer = await _in_daemon_thread(
                 _prompt, "  allow once [y] / allow for this run [a] / deny [n] ", {"y": "allow", "a": "allow_run", "n": "deny"}
             )
         self.agent.resolve_permission(call_id, answer)
@@ -188,10 +188,30 @@ class TerminalUI:
             options = d.get("options") or []
             for i, opt in enumerate(options, 1):
                 c.print(f"  {i}. {_esc(str(opt))}")
-            text = await asyncio.to_thread(_read_line, "  answer: ")
+            text = await _in_daemon_thread(_read_line, "  answer: ")
             if text.strip().isdigit() and options and 1 <= int(text) <= len(options):
                 text = str(options[int(text) - 1])
         self.agent.respond(call_id, text)
+
+
+async def _in_daemon_thread(fn: Any, *args: Any) -> Any:
+    """Run a blocking prompt in a daemon thread: unlike asyncio.to_thread, an
+    abort (Ctrl-C) does not have to wait for the person to press Enter."""
+    import threading
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def target() -> None:
+        try:
+            result = fn(*args)
+        except BaseException as exc:  # handed to the waiting coroutine
+            loop.call_soon_threadsafe(lambda: future.done() or future.set_exception(exc))
+        else:
+            loop.call_soon_threadsafe(lambda: future.done() or future.set_result(result))
+
+    threading.Thread(target=target, daemon=True, name="smoke-prompt").start()
+    return await future
 
 
 def _prompt(question: str, choices: dict[str, str]) -> str:

@@ -54,7 +54,9 @@ def command_env(extra: dict[str, Any] | None) -> dict[str, str]:
     env.update(BASE_ENV)
     for name, value in (extra or {}).items():
         if not isinstance(name, str) or not _ENV_NAME.match(name):
-            raise ValueError(f"env: {name!r} is not a valid variable name (letters, digits and _, not starting with a digit)")
+            raise ValueError(
+                f"env: {name!r} is not a valid variable name (letters, digits and _, not starting with a digit)"
+            )
         if not isinstance(value, str) or "\x00" in value:
             raise ValueError(f"env: the value of {name} must be a string without NUL bytes")
         env[name] = value
@@ -73,7 +75,9 @@ class OutputCapture:
     ``limit`` characters, the head and a rolling tail in memory and the whole
     of it in ``spill_path`` (opened on demand)."""
 
-    def __init__(self, limit: int, spill_path: Callable[[], Path], *, head_share: float = 0.3) -> None:
+    def __init__(
+        self, limit: int, spill_path: Callable[[], Path], *, head_share: float = 0.3
+    ) -> None:
         self.limit = max(200, limit)
         self.head_limit = int(self.limit * head_share)
         self.tail_limit = self.limit - self.head_limit
@@ -182,7 +186,9 @@ def signal_group(pgid: int, sig: int) -> bool:
     return True
 
 
-async def terminate_group(pgid: int, waits: Iterable[asyncio.Future[Any]], grace: float = KILL_GRACE_S) -> bool:
+async def terminate_group(
+    pgid: int, waits: Iterable[asyncio.Future[Any]], grace: float = KILL_GRACE_S
+) -> bool:
     """SIGTERM the group, wait up to ``grace`` for ``waits``, then SIGKILL
     whatever is left (grandchildren included). Returns True if the group had
     any process when it was signalled."""
@@ -258,11 +264,13 @@ async def run_in_group(
     ]
     # Not proc.wait(): on Python 3.11 it only returns once every pipe is closed,
     # which a grandchild holding stdout can delay forever.
-    waiter = protocol.exited
-    stopper = asyncio.ensure_future(cancelled.wait())
+    waiter: asyncio.Future[Any] = protocol.exited
+    stopper: asyncio.Future[Any] = asyncio.ensure_future(cancelled.wait())
     timed_out = aborted = leftovers = False
     try:
-        done, _ = await asyncio.wait({waiter, stopper}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            {waiter, stopper}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
         if waiter not in done:
             aborted = stopper in done
             timed_out = not aborted
@@ -342,7 +350,9 @@ class BackgroundProcess:
         return self.popen.poll() is None
 
 
-def start_background(argv: list[str], *, cwd: Path, env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
+def start_background(
+    argv: list[str], *, cwd: Path, env: dict[str, str], log_path: Path
+) -> subprocess.Popen[bytes]:
     """Start ``argv`` detached in its own process group, output to ``log_path``."""
     with open(log_path, "wb") as log:
         return subprocess.Popen(

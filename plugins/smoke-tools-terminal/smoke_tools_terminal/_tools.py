@@ -62,7 +62,11 @@ _WORKDIR_SCHEMA = {
 RUN_COMMAND_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "command": {"type": "string", "minLength": 1, "description": "The command line, run with bash -c."},
+        "command": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The command line, run with bash -c.",
+        },
         "workdir": _WORKDIR_SCHEMA,
         "timeout_ms": _TIMEOUT_SCHEMA,
         "env": {
@@ -82,7 +86,11 @@ RUN_COMMAND_SCHEMA: dict[str, Any] = {
 RUN_TEST_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "command": {"type": "string", "minLength": 1, "description": "The test command line, run with bash -c."},
+        "command": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The test command line, run with bash -c.",
+        },
         "workdir": _WORKDIR_SCHEMA,
         "timeout_ms": _TIMEOUT_SCHEMA,
     },
@@ -102,7 +110,9 @@ def _resolve_workdir(ctx: ToolContext, workdir: str | None) -> Path:
             f"pass an existing folder (relative to the workspace root) or leave workdir out"
         )
     if not path.is_dir():
-        raise ToolError(f"workdir {workdir!r} is a file, not a folder; pass the folder that contains it")
+        raise ToolError(
+            f"workdir {workdir!r} is a file, not a folder; pass the folder that contains it"
+        )
     return path
 
 
@@ -195,13 +205,17 @@ async def _execute(
             f"Raise timeout_ms (at most {MAX_TIMEOUT_MS}), run a narrower command, or use background: true for servers"
         )
     elif outcome.aborted:
-        notes.append("aborted: the run was stopped, so the command and every process it started were killed")
+        notes.append(
+            "aborted: the run was stopped, so the command and every process it started were killed"
+        )
     if outcome.leftovers_stopped and not (outcome.timed_out or outcome.aborted):
         notes.append(
             "processes the command left running were stopped; use background: true to keep a server running"
         )
     if outcome.exit_code == 127 and not outcome.timed_out:
-        notes.append("exit code 127 means the command was not found: check the program name, PATH, or install it")
+        notes.append(
+            "exit code 127 means the command was not found: check the program name, PATH, or install it"
+        )
     return data, output, notes
 
 
@@ -228,7 +242,10 @@ async def run_command(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return await _run_background(input, ctx)
     data, output, notes = await _execute(ctx, input, head_share=0.3)
     where = "" if data["workdir"] == "." else f" (in {data['workdir']})"
-    lines = [f"$ {input['command']}{where}", output.rstrip("\n") if output.strip() else "(no output)"]
+    lines = [
+        f"$ {input['command']}{where}",
+        output.rstrip("\n") if output.strip() else "(no output)",
+    ]
     lines.append(_status_line(data))
     lines.extend(f"Note: {n}" for n in notes)
     ok = data["exit_code"] == 0 and not data["timed_out"] and not data["aborted"]
@@ -244,11 +261,19 @@ async def _run_background(input: dict[str, Any], ctx: ToolContext) -> ToolResult
 
     try:
         popen = await asyncio.to_thread(
-            _process.start_background, _process.shell_argv(command), cwd=cwd, env=env, log_path=log_path
+            _process.start_background,
+            _process.shell_argv(command),
+            cwd=cwd,
+            env=env,
+            log_path=log_path,
         )
     except (OSError, ValueError) as exc:
-        raise ToolError(f"could not start the command: {exc}; check the command and the workdir") from None
-    bg = BackgroundProcess(pid=popen.pid, command=command, log_path=log_path, popen=popen, owner=id(ctx.options))
+        raise ToolError(
+            f"could not start the command: {exc}; check the command and the workdir"
+        ) from None
+    bg = BackgroundProcess(
+        pid=popen.pid, command=command, log_path=log_path, popen=popen, owner=id(ctx.options)
+    )
     ctx.state.setdefault(STATE_KEY, {})[bg.pid] = bg
     LIVE[bg.pid] = bg
     rel = ctx.workspace.relative(log_path)
@@ -272,7 +297,9 @@ async def stop_tracked(processes: list[BackgroundProcess]) -> list[int]:
     """Stop background processes (whole groups) and forget them. Returns the pids."""
     import asyncio
 
-    await asyncio.gather(*(_process.stop_background(bg) for bg in processes), return_exceptions=True)
+    await asyncio.gather(
+        *(_process.stop_background(bg) for bg in processes), return_exceptions=True
+    )
     for bg in processes:
         LIVE.pop(bg.pid, None)
     return [bg.pid for bg in processes]
@@ -286,7 +313,15 @@ async def run_test(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
     summary = summarize_tests(output)
     data.update(summary)
     passed = data["exit_code"] == 0 and not data["timed_out"] and not data["aborted"]
-    data["status"] = "timed_out" if data["timed_out"] else "aborted" if data["aborted"] else "passed" if passed else "failed"
+    data["status"] = (
+        "timed_out"
+        if data["timed_out"]
+        else "aborted"
+        if data["aborted"]
+        else "passed"
+        if passed
+        else "failed"
+    )
     counts = ", ".join(f"{summary[k]} {k}" for k in _COUNT_ORDER if k in summary)
     if data["timed_out"]:
         head = "Tests timed out"
@@ -296,7 +331,11 @@ async def run_test(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
         head = "Tests passed" if passed else "Tests FAILED"
     headline = f"{head} (exit code {data['exit_code']}" + (f"; {counts})" if counts else ")")
     where = "" if data["workdir"] == "." else f" (in {data['workdir']})"
-    lines = [headline, f"$ {input['command']}{where}", output.rstrip("\n") if output.strip() else "(no output)"]
+    lines = [
+        headline,
+        f"$ {input['command']}{where}",
+        output.rstrip("\n") if output.strip() else "(no output)",
+    ]
     lines.append(_status_line(data))
     lines.extend(f"Note: {n}" for n in notes)
     return _result("\n".join(lines), data, passed)
@@ -329,7 +368,9 @@ def summarize_tests(output: str) -> dict[str, Any]:
         if re.search(r"\bno tests ran\b", line):
             return {"framework": "pytest", "passed": 0}
     # unittest: "Ran 5 tests in 0.01s" then "OK" / "FAILED (failures=1, errors=2)"
-    ran = next((int(m.group(1)) for line in lines if (m := re.match(r"^Ran (\d+) tests? in", line))), None)
+    ran = next(
+        (int(m.group(1)) for line in lines if (m := re.match(r"^Ran (\d+) tests? in", line))), None
+    )
     if ran is not None:
         failed = errors = 0
         for line in lines:
@@ -337,7 +378,12 @@ def summarize_tests(output: str) -> dict[str, Any]:
             if m:
                 found = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1)))
                 failed, errors = found.get("failures", 0), found.get("errors", 0)
-        out: dict[str, Any] = {"framework": "unittest", "total": ran, "passed": ran - failed - errors, "failed": failed}
+        out: dict[str, Any] = {
+            "framework": "unittest",
+            "total": ran,
+            "passed": ran - failed - errors,
+            "failed": failed,
+        }
         if errors:
             out["errors"] = errors
         return out
@@ -367,9 +413,14 @@ def build_tools() -> list[ToolDefinition]:
             description=RUN_COMMAND_DESCRIPTION,
             input_schema=RUN_COMMAND_SCHEMA,
             annotations=ToolAnnotations(
-                title="Run command", read_only_hint=False, destructive_hint=True, open_world_hint=True
+                title="Run command",
+                read_only_hint=False,
+                destructive_hint=True,
+                open_world_hint=True,
             ),
-            presentation=ToolPresentation(label="Run command", icon="💻", tone="warning", group="terminal"),
+            presentation=ToolPresentation(
+                label="Run command", icon="💻", tone="warning", group="terminal"
+            ),
             execute=run_command,
             group="terminal",
         ),
@@ -380,7 +431,9 @@ def build_tools() -> list[ToolDefinition]:
             annotations=ToolAnnotations(
                 title="Run tests", read_only_hint=False, destructive_hint=True, open_world_hint=True
             ),
-            presentation=ToolPresentation(label="Run tests", icon="🧪", tone="warning", group="terminal"),
+            presentation=ToolPresentation(
+                label="Run tests", icon="🧪", tone="warning", group="terminal"
+            ),
             execute=run_test,
             group="terminal",
         ),

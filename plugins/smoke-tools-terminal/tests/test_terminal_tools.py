@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from smoke_core import create_agent
-from smoke_core.errors import ToolError
-from smoke_core.testing import ScriptedProvider, make_tool_context
-
 import smoke_tools_terminal
 from smoke_tools_terminal import _tools
 from smoke_tools_terminal._tools import build_tools, run_command, run_test, summarize_tests
+
+from smoke_core import create_agent
+from smoke_core.errors import ToolError
+from smoke_core.testing import ScriptedProvider, make_tool_context
 
 # ---------------------------------------------------------------- helpers
 
@@ -42,7 +42,11 @@ async def _gone(pid: int, limit_s: float = 10.0) -> bool:
 
 def _ctx(tmp_path: Path, events: list[Any] | None = None, **options: Any) -> Any:
     return make_tool_context(
-        tmp_path, tool_name="run_command", tool_call_id="call_1", events=events, options=dict(options)
+        tmp_path,
+        tool_name="run_command",
+        tool_call_id="call_1",
+        events=events,
+        options=dict(options),
     )
 
 
@@ -77,9 +81,15 @@ async def test_registers_both_tools_in_the_terminal_group(tmp_path: Path) -> Non
 
 
 async def test_mutating_commands_ask_for_permission(tmp_path: Path) -> None:
-    turns = [{"tool_calls": [{"id": "c1", "name": "run_command", "input": {"command": "echo hi"}}]}, "done"]
+    turns = [
+        {"tool_calls": [{"id": "c1", "name": "run_command", "input": {"command": "echo hi"}}]},
+        "done",
+    ]
     agent = create_agent(
-        tmp_path, provider=ScriptedProvider(turns), autoload_plugins=False, plugins=[smoke_tools_terminal]
+        tmp_path,
+        provider=ScriptedProvider(turns),
+        autoload_plugins=False,
+        plugins=[smoke_tools_terminal],
     )
     asked: list[str] = []
 
@@ -98,7 +108,9 @@ async def test_mutating_commands_ask_for_permission(tmp_path: Path) -> None:
 
 async def test_output_exit_code_and_streams(tmp_path: Path) -> None:
     events: list[Any] = []
-    result = await run_command({"command": "echo out; echo err >&2; exit 3"}, _ctx(tmp_path, events))
+    result = await run_command(
+        {"command": "echo out; echo err >&2; exit 3"}, _ctx(tmp_path, events)
+    )
     assert result.is_error is False  # a failing command is data, not a tool error
     assert result.data is not None
     assert result.data["exit_code"] == 3
@@ -133,7 +145,10 @@ async def test_command_not_found_is_exit_127_as_data(tmp_path: Path) -> None:
 
 async def test_environment_is_non_interactive_and_takes_extra_vars(tmp_path: Path) -> None:
     result = await run_command(
-        {"command": 'echo "$CI|$TERM|$NO_COLOR|$MY_VAR"; read x; echo "read=$?"', "env": {"MY_VAR": "hello world"}},
+        {
+            "command": 'echo "$CI|$TERM|$NO_COLOR|$MY_VAR"; read x; echo "read=$?"',
+            "env": {"MY_VAR": "hello world"},
+        },
         _ctx(tmp_path),
     )
     assert "true|dumb|1|hello world" in result.text_content()
@@ -214,7 +229,9 @@ async def test_small_output_is_not_spilled(tmp_path: Path) -> None:
 async def test_event_loop_is_not_blocked_while_a_command_runs(tmp_path: Path) -> None:
     # The command waits for a file that only this coroutine writes while it runs.
     command = "while [ ! -f flag ]; do sleep 0.01; done; echo saw-flag"
-    task = asyncio.ensure_future(run_command({"command": command, "timeout_ms": 20000}, _ctx(tmp_path)))
+    task = asyncio.ensure_future(
+        run_command({"command": command, "timeout_ms": 20000}, _ctx(tmp_path))
+    )
     await asyncio.sleep(0)
     (tmp_path / "flag").write_text("1")
     result = await task
@@ -226,7 +243,9 @@ async def test_event_loop_is_not_blocked_while_a_command_runs(tmp_path: Path) ->
 
 
 async def test_timeout_kills_the_whole_group_including_grandchildren(tmp_path: Path) -> None:
-    result = await run_command({"command": "sleep 300 & echo $!; wait", "timeout_ms": 500}, _ctx(tmp_path))
+    result = await run_command(
+        {"command": "sleep 300 & echo $!; wait", "timeout_ms": 1500}, _ctx(tmp_path)
+    )
     assert result.is_error is False
     assert result.data["timed_out"] is True
     assert result.data["exit_code"] != 0
@@ -238,7 +257,7 @@ async def test_timeout_kills_the_whole_group_including_grandchildren(tmp_path: P
 
 async def test_term_ignoring_group_is_killed(tmp_path: Path) -> None:
     command = "trap '' TERM; sh -c 'trap \"\" TERM; sleep 300' & echo $!; wait"
-    result = await run_command({"command": command, "timeout_ms": 300}, _ctx(tmp_path))
+    result = await run_command({"command": command, "timeout_ms": 1500}, _ctx(tmp_path))
     assert result.data["timed_out"] is True
     [grandchild] = _pids(result.text_content())
     assert await _gone(grandchild)
@@ -290,7 +309,11 @@ async def test_abort_during_a_run_kills_the_group(tmp_path: Path) -> None:
     turns = [
         {
             "tool_calls": [
-                {"id": "c1", "name": "run_command", "input": {"command": "sleep 300 & echo $!; wait"}}
+                {
+                    "id": "c1",
+                    "name": "run_command",
+                    "input": {"command": "sleep 300 & echo $!; wait"},
+                }
             ]
         },
         "never reached",
@@ -315,10 +338,20 @@ async def test_abort_during_a_run_kills_the_group(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- background
 
 
-async def test_background_process_returns_at_once_and_is_stopped_when_the_run_ends(tmp_path: Path) -> None:
+async def test_background_process_returns_at_once_and_is_stopped_when_the_run_ends(
+    tmp_path: Path,
+) -> None:
     command = "echo started; exec sleep 300"
     turns = [
-        {"tool_calls": [{"id": "bg1", "name": "run_command", "input": {"command": command, "background": True}}]},
+        {
+            "tool_calls": [
+                {
+                    "id": "bg1",
+                    "name": "run_command",
+                    "input": {"command": command, "background": True},
+                }
+            ]
+        },
         "done",
     ]
     agent = _agent(tmp_path, turns)
@@ -361,7 +394,9 @@ async def test_close_agent_stops_background_processes(tmp_path: Path) -> None:
 
 async def test_after_run_stops_the_whole_background_group(tmp_path: Path) -> None:
     ctx = make_tool_context(tmp_path, tool_call_id="bg3")
-    result = await run_command({"command": "sleep 300 & echo $! > child.pid; wait", "background": True}, ctx)
+    result = await run_command(
+        {"command": "sleep 300 & echo $! > child.pid; wait", "background": True}, ctx
+    )
     pidfile = tmp_path / "child.pid"
     deadline = time.monotonic() + 10
     while not pidfile.exists() or not pidfile.read_text().strip():
@@ -413,9 +448,15 @@ async def test_run_test_timeout(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("output", "expected"),
     [
-        ("..F\n=== 1 failed, 2 passed, 1 skipped in 0.12s ===\n", {"failed": 1, "passed": 2, "skipped": 1}),
+        (
+            "..F\n=== 1 failed, 2 passed, 1 skipped in 0.12s ===\n",
+            {"failed": 1, "passed": 2, "skipped": 1},
+        ),
         ("3 passed in 0.01s\n", {"passed": 3}),
-        ("Ran 4 tests in 0.001s\n\nFAILED (failures=1, errors=1)\n", {"total": 4, "passed": 2, "failed": 1, "errors": 1}),
+        (
+            "Ran 4 tests in 0.001s\n\nFAILED (failures=1, errors=1)\n",
+            {"total": 4, "passed": 2, "failed": 1, "errors": 1},
+        ),
         ("Ran 2 tests in 0.001s\n\nOK\n", {"total": 2, "passed": 2, "failed": 0}),
         ("Tests:       1 failed, 3 passed, 4 total\n", {"failed": 1, "passed": 3, "total": 4}),
         ("test result: FAILED. 3 passed; 1 failed; 0 ignored\n", {"passed": 3, "failed": 1}),
@@ -435,4 +476,9 @@ def test_tool_schemas_are_strict() -> None:
     assert tools["run_command"].validate_input({"command": "ls", "timeout_ms": 0}) is not None
     assert tools["run_command"].validate_input({"command": "ls", "env": {"A": 1}}) is not None
     assert tools["run_test"].validate_input({"command": "pytest", "background": True}) is not None
-    assert tools["run_command"].validate_input({"command": "ls", "env": {"A": "b"}, "background": False}) is None
+    assert (
+        tools["run_command"].validate_input(
+            {"command": "ls", "env": {"A": "b"}, "background": False}
+        )
+        is None
+    )
