@@ -21,9 +21,7 @@ class _NoProvider:
         yield
 
 
-@click.command("plugins")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def plugins_command(as_json: bool) -> None:
+def plugins_impl(as_json: bool) -> None:
     """List plugins: distribution, version, hooks implemented, load errors."""
     from .plugins import plugin_report
 
@@ -57,10 +55,7 @@ def plugins_command(as_json: bool) -> None:
         click.echo(f"(autoloading restricted by SMOKE_LOAD_PLUGINS={os.environ['SMOKE_LOAD_PLUGINS']!r})")
 
 
-@click.command("tools")
-@click.option("--workspace", "-w", default=".", type=click.Path(file_okay=False), help="Workspace folder.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def tools_command(workspace: str, as_json: bool) -> None:
+def tools_impl(workspace: str, as_json: bool) -> None:
     """List the tools every installed plugin registers, by group."""
     from .agent import create_agent
 

@@ -1,4 +1,5 @@
-"""``smoke run``, ``smoke demo`` and ``smoke sessions``.
+"""What ``smoke run``, ``smoke demo`` and ``smoke sessions`` do (the click
+commands themselves are in ``_commands``, which imports nothing heavy).
 
 Exit status: 0 completed, 1 failed, 2 usage error, 130 interrupted.
 """
@@ -46,6 +47,7 @@ class TerminalUI:
         self._tool_t0: dict[str, float] = {}
         self._phase = "understand"
         self._lock = asyncio.Lock()
+        self._tasks: set[asyncio.Future[Any]] = set()
 
     # -- spinner
     def _spin(self, text: str) -> None:
@@ -146,11 +148,16 @@ class TerminalUI:
         elif t == "permission.required":
             self._stop_spin()
             self._end_inline()
-            asyncio.ensure_future(self._ask_permission(d))
+            self._spawn(self._ask_permission(d))
         elif t == "ask_user.required":
             self._stop_spin()
             self._end_inline()
-            asyncio.ensure_future(self._ask_question(d))
+            self._spawn(self._ask_question(d))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)  # keep a reference until done
+        task.add_done_callback(self._tasks.discard)
 
     async def _ask_permission(self, d: dict[str, Any]) -> None:
         call_id = d["tool_call_id"]
@@ -206,7 +213,7 @@ async def _in_daemon_thread(fn: Any, *args: Any) -> Any:
         try:
             result = fn(*args)
         except BaseException as exc:  # handed to the waiting coroutine
-            loop.call_soon_threadsafe(lambda: future.done() or future.set_exception(exc))
+            loop.call_soon_threadsafe(lambda err=exc: future.done() or future.set_exception(err))
         else:
             loop.call_soon_threadsafe(lambda: future.done() or future.set_result(result))
 
@@ -302,8 +309,8 @@ def _run_agent(agent: Any, task: str, *, as_json: bool, approve: str, label: str
             agent.on_any(write)
             if approve != "ask":
                 ui = TerminalUI(agent, approve=approve, stderr=True)
-                agent.on("permission.required", lambda e: asyncio.ensure_future(ui._ask_permission(e.data)))
-                agent.on("ask_user.required", lambda e: asyncio.ensure_future(ui._ask_question(e.data)))
+                agent.on("permission.required", lambda e: ui._spawn(ui._ask_permission(e.data)))
+                agent.on("ask_user.required", lambda e: ui._spawn(ui._ask_question(e.data)))
         else:
             ui = TerminalUI(agent, approve=approve, label=label)
             agent.on_any(ui.handle)
@@ -334,17 +341,7 @@ def _open_store(workspace: Path) -> Any:
     return SQLiteStore(workspace / ".smoke" / "sessions.db")
 
 
-@click.command("run")
-@click.argument("task")
-@click.option("--workspace", "-w", default=".", type=click.Path(exists=True, file_okay=False), help="Workspace folder (default: current directory).")
-@click.option("--provider", "-p", default=None, help="Provider name (openai, anthropic, nvidia, ...).")
-@click.option("--model", "-m", default=None, help="Model name, or provider:model.")
-@click.option("--base-url", default=None, help="Base URL for OpenAI-compatible servers.")
-@click.option("--session", "-s", "session", default=None, help="Continue (or start) the named session.")
-@click.option("--yes", "-y", is_flag=True, help="Approve every call without asking.")
-@click.option("--json", "as_json", is_flag=True, help="Write every event as one JSON line to stdout.")
-@click.option("--max-steps", type=int, default=None, help="Stop after this many steps.")
-def run_command(task: str, workspace: str, provider: str | None, model: str | None, base_url: str | None,
+def run_impl(task: str, workspace: str, provider: str | None, model: str | None, base_url: str | None,
                 session: str | None, yes: bool, as_json: bool, max_steps: int | None) -> None:
     """Run TASK with a model in the workspace."""
     from .agent import create_agent, new_session_id
@@ -410,11 +407,7 @@ def run_command(task: str, workspace: str, provider: str | None, model: str | No
     sys.exit(code)
 
 
-@click.command("demo")
-@click.option("--yes", "-y", is_flag=True, help="Approve every call without asking.")
-@click.option("--json", "as_json", is_flag=True, help="Write every event as one JSON line to stdout.")
-@click.option("--workspace", "-w", default=None, type=click.Path(file_okay=False), help="Copy the sample project here instead of a temporary folder.")
-def demo_command(yes: bool, as_json: bool, workspace: str | None) -> None:
+def demo_impl(yes: bool, as_json: bool, workspace: str | None) -> None:
     """Watch a simulated model fix a real bug with the real harness (offline, no key)."""
     import subprocess
 
@@ -442,19 +435,12 @@ def demo_command(yes: bool, as_json: bool, workspace: str | None) -> None:
     sys.exit(code)
 
 
-@click.group("sessions", invoke_without_command=True)
-@click.option("--workspace", "-w", default=".", type=click.Path(exists=True, file_okay=False))
-@click.pass_context
-def sessions_group(ctx: click.Context, workspace: str) -> None:
-    """List sessions kept in .smoke/sessions.db (or show one)."""
-    ctx.obj = Path(workspace).resolve()
-    if ctx.invoked_subcommand is not None:
-        return
-    db = ctx.obj / ".smoke" / "sessions.db"
+def sessions_list_impl(workspace: Path) -> None:
+    db = workspace / ".smoke" / "sessions.db"
     if not db.exists():
         click.echo(f"no sessions yet in {db}")
         return
-    store = _open_store(ctx.obj)
+    store = _open_store(workspace)
     try:
         from rich.console import Console
         from rich.table import Table
@@ -470,10 +456,7 @@ def sessions_group(ctx: click.Context, workspace: str) -> None:
         store.close()
 
 
-@sessions_group.command("show")
-@click.argument("session_id")
-@click.pass_obj
-def sessions_show(workspace: Path, session_id: str) -> None:
+def sessions_show_impl(workspace: Path, session_id: str) -> None:
     """Print the transcript of SESSION_ID."""
     store = _open_store(workspace)
     try:

@@ -73,6 +73,7 @@ class Agent:
         self._pending: dict[str, asyncio.Future[str]] = {}
         self._early: dict[str, str] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._listener_tasks: set[asyncio.Future[Any]] = set()
 
     # ------------------------------------------------------------ tools
 
@@ -141,7 +142,9 @@ class Agent:
             try:
                 res = fn(event)
                 if asyncio.iscoroutine(res):
-                    asyncio.ensure_future(res)
+                    task = asyncio.ensure_future(res)
+                    self._listener_tasks.add(task)  # keep a reference until done
+                    task.add_done_callback(self._listener_tasks.discard)
             except Exception:  # a listener never breaks the run
                 log.exception("smoke: event listener %r raised on %s (ignored)", fn, event.type)
 

@@ -14,13 +14,13 @@ if TYPE_CHECKING:
 
 @hookimpl
 def register_commands(cli: click.Group) -> None:
-    from . import _cli_core, _cli_run
+    from . import _commands
 
-    cli.add_command(_cli_run.run_command)
-    cli.add_command(_cli_run.demo_command)
-    cli.add_command(_cli_run.sessions_group)
-    cli.add_command(_cli_core.plugins_command)
-    cli.add_command(_cli_core.tools_command)
+    for command in (
+        _commands.run_command, _commands.demo_command, _commands.sessions_group,
+        _commands.plugins_command, _commands.tools_command,
+    ):
+        cli.add_command(command)
 
 
 @hookimpl

@@ -553,7 +553,6 @@ class RunHandle:
         return [r for r in results if r is not None]
 
     async def _run_tool_call(self, call: dict[str, Any]) -> dict[str, Any]:
-        agent = self.agent
         name = call["name"]
         call_id = call["id"]
         tool = self.tools.get(name)

@@ -29,7 +29,7 @@ from .providers import (
 )
 from .workspace import Workspace
 
-__all__ = ["ProviderContract", "ScriptedProvider", "StoreContract", "make_tool_context"]
+__all__ = ["ProviderContract", "ScriptedProvider", "StoreContract", "make_tool_context"]  # noqa: F822 (lazy)
 
 
 def __getattr__(name: str) -> Any:

@@ -3,6 +3,7 @@ pseudo-terminal) for prompts, JSON streams, signals and the demo."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import pty
@@ -92,7 +93,7 @@ def test_json_stream_follows_event_order(tmp_path):
     types = [e["type"] for e in events]
     assert types[0] == "run.started" and types[-1] == "run.completed"
     assert types.count("step.started") == types.count("step.ended")
-    for a, b in zip(events, events[1:]):
+    for a, b in itertools.pairwise(events):
         assert a["timestamp"] <= b["timestamp"]
     starts = [e["data"]["tool_call_id"] for e in events if e["type"] == "tool.started"]
     ends = [e["data"]["tool_call_id"] for e in events if e["type"] == "tool.completed"]

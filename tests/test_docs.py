@@ -59,3 +59,16 @@ def test_readme_test_command_is_what_ci_runs():
     commands = [line for line in match.group(1).splitlines() if line and not line.startswith("#")]
     test_command = commands[-1]
     assert test_command in ci, f"README test command {test_command!r} is not what .ci/run calls"
+
+
+def test_every_first_party_tool_is_documented():
+    import importlib.util
+
+    import pytest
+
+    missing = [m for m in _docgen.FIRST_PARTY_TOOL_PLUGINS if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"needs every first-party tool plugin installed (missing: {', '.join(missing)})")
+    assert (DOCS / "tools.md").read_text(encoding="utf-8") == _docgen.render_tools(), (
+        "docs/tools.md is stale: run `python -m smoke_core._docgen tools`"
+    )

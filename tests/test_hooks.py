@@ -420,7 +420,7 @@ def test_register_tools_raise_names_the_plugin(workspace):
         def register_tools(self, register, options):
             raise OSError("cannot read config")
 
-    with pytest.raises(RuntimeError, match="bad-tools.*cannot read config"):
+    with pytest.raises(RuntimeError, match=r"bad-tools.*cannot read config"):
         create_agent(workspace, provider=ScriptedProvider([]), plugins=[Bad()])
 
 

@@ -176,7 +176,7 @@ async def test_hard_stop_after_failing_commands(workspace):
 
     turns = [call("run_command", command="make")] * 3 + [call("edit_file", path="x")] + \
         [call("run_command", command="make")] * 5 + ["never"]
-    agent, provider = make(workspace, turns, tools=[run_command, edit_file], auto_approve=True)
+    agent, _provider = make(workspace, turns, tools=[run_command, edit_file], auto_approve=True)
     result = await agent.run("go")
     assert result.error.code == "run_hard_stop"
     assert result.steps == 9  # the edit reset the count after 3 failures
@@ -212,7 +212,7 @@ async def test_retries_end_in_success_with_warnings(workspace):
         AgentErrorInfo.from_code("provider_unavailable", "503"),
         "recovered",
     ]
-    agent, provider = make(workspace, turns)
+    agent, _provider = make(workspace, turns)
     warnings = []
     agent.on("run.warning", warnings.append)
     result = await agent.run("go")

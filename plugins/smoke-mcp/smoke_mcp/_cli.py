@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ._config import MCPServerConfig, load_server_configs
+if TYPE_CHECKING:
+    from ._config import MCPServerConfig
+
+# asyncio and the config reader are imported inside the commands: this module
+# is loaded by `smoke --help`, which must stay fast.
 
 
 def _workspace_option(fn: Any) -> Any:
@@ -19,6 +22,8 @@ def _workspace_option(fn: Any) -> Any:
 
 
 def _load(workspace: str) -> tuple[Path, dict[str, MCPServerConfig]]:
+    from ._config import load_server_configs
+
     root = Path(workspace).resolve()
     loaded = load_server_configs(root)
     for problem in loaded.problems:
@@ -65,7 +70,11 @@ def list_command(workspace: str, check: bool, as_json: bool) -> None:
     if check and servers:
         async def check_all() -> list[tuple[list[Any] | None, str | None]]:
             with tempfile.TemporaryDirectory(prefix="smoke-mcp-") as tmp:
+                import asyncio
+
                 return await asyncio.gather(*(_probe(c, root, Path(tmp)) for c in servers.values()))
+
+        import asyncio
 
         for row, (tools, error) in zip(rows, asyncio.run(check_all()), strict=True):
             row["status"] = f"ok ({len(tools or [])} tools)" if error is None else f"failed: {error}"
@@ -104,6 +113,8 @@ def tools_command(name: str, workspace: str, as_json: bool) -> None:
     async def probe() -> tuple[list[Any] | None, str | None]:
         with tempfile.TemporaryDirectory(prefix="smoke-mcp-") as tmp:
             return await _probe(cfg, root, Path(tmp))
+
+    import asyncio
 
     tools, error = asyncio.run(probe())
     if error is not None:

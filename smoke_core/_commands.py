@@ -1,0 +1,78 @@
+"""Core's click commands. Only click is imported here: ``smoke --help`` loads
+this module, so the work (asyncio, rich, the agent) is imported when a
+command runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("run")
+@click.argument("task")
+@click.option("--workspace", "-w", default=".", type=click.Path(exists=True, file_okay=False), help="Workspace folder (default: current directory).")
+@click.option("--provider", "-p", default=None, help="Provider name (openai, anthropic, nvidia, ...).")
+@click.option("--model", "-m", default=None, help="Model name, or provider:model.")
+@click.option("--base-url", default=None, help="Base URL for OpenAI-compatible servers.")
+@click.option("--session", "-s", "session", default=None, help="Continue (or start) the named session.")
+@click.option("--yes", "-y", is_flag=True, help="Approve every call without asking.")
+@click.option("--json", "as_json", is_flag=True, help="Write every event as one JSON line to stdout.")
+@click.option("--max-steps", type=int, default=None, help="Stop after this many steps.")
+def run_command(**kwargs: object) -> None:
+    """Run TASK with a model in the workspace."""
+    from ._cli_run import run_impl
+
+    run_impl(**kwargs)  # type: ignore[arg-type]
+
+
+@click.command("demo")
+@click.option("--yes", "-y", is_flag=True, help="Approve every call without asking.")
+@click.option("--json", "as_json", is_flag=True, help="Write every event as one JSON line to stdout.")
+@click.option("--workspace", "-w", default=None, type=click.Path(file_okay=False), help="Copy the sample project here instead of a temporary folder.")
+def demo_command(**kwargs: object) -> None:
+    """Watch a simulated model fix a real bug with the real harness (offline, no key)."""
+    from ._cli_run import demo_impl
+
+    demo_impl(**kwargs)  # type: ignore[arg-type]
+
+
+@click.group("sessions", invoke_without_command=True)
+@click.option("--workspace", "-w", default=".", type=click.Path(exists=True, file_okay=False))
+@click.pass_context
+def sessions_group(ctx: click.Context, workspace: str) -> None:
+    """List sessions kept in .smoke/sessions.db (or show one)."""
+    ctx.obj = Path(workspace).resolve()
+    if ctx.invoked_subcommand is None:
+        from ._cli_run import sessions_list_impl
+
+        sessions_list_impl(ctx.obj)
+
+
+@sessions_group.command("show")
+@click.argument("session_id")
+@click.pass_obj
+def sessions_show(workspace: Path, session_id: str) -> None:
+    """Print the transcript of SESSION_ID."""
+    from ._cli_run import sessions_show_impl
+
+    sessions_show_impl(workspace, session_id)
+
+
+@click.command("plugins")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def plugins_command(as_json: bool) -> None:
+    """List plugins: distribution, version, hooks implemented, load errors."""
+    from ._cli_core import plugins_impl
+
+    plugins_impl(as_json)
+
+
+@click.command("tools")
+@click.option("--workspace", "-w", default=".", type=click.Path(file_okay=False), help="Workspace folder.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def tools_command(workspace: str, as_json: bool) -> None:
+    """List the tools every installed plugin registers, by group."""
+    from ._cli_core import tools_impl
+
+    tools_impl(workspace, as_json)
