@@ -308,3 +308,22 @@ def test_pty_ask_user_and_ctrl_c(tmp_path):
     assert term.finish() == 130
     proc = smoke("sessions", "show", "cc", cwd=ws, env=env)
     assert "[user] pick" in proc.stdout and "ask_user" in proc.stdout
+
+
+def test_smoke_tools_lists_every_group(tmp_path):
+    import importlib.util
+
+    plugins = ("smoke_tools_filesystem", "smoke_tools_search", "smoke_tools_terminal", "smoke_tools_git",
+               "smoke_tools_agent", "smoke_skills")
+    if not all(importlib.util.find_spec(p) for p in plugins):
+        pytest.skip("needs every first-party tool plugin installed")
+    env = clean_env(tmp_path)
+    (tmp_path / "home").mkdir()
+    proc = smoke("tools", "--json", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    tools = json.loads(proc.stdout)
+    groups = {t["group"] for t in tools}
+    assert {"filesystem", "search", "terminal", "git", "agent", "skills"} <= groups
+    by_name = {t["name"]: t for t in tools}
+    assert by_name["read_file"]["read_only"] and not by_name["write_file"]["read_only"]
+    assert all(t["presentation"].get("icon") for t in tools)
