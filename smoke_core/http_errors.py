@@ -1,4 +1,11 @@
-"""Failure classification for OpenAI-compatible servers (DESIGN §5)."""
+"""Failure classification shared by HTTP provider adapters (DESIGN §5).
+
+Used by smoke-provider-openai and smoke-provider-anthropic, and by any
+third-party adapter speaking HTTP: error bodies, in-band stream errors and
+transport exceptions become classified :class:`~smoke_core.errors.AgentError`s.
+``httpx`` is imported only inside :func:`transport_error` (core does not
+depend on it).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +13,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from smoke_core.errors import AgentError
-from smoke_core.providers import classify_http_status, parse_retry_after
+from .errors import AgentError
+from .providers import classify_http_status, parse_retry_after
 
 # In-band error codes/types (string form) → the HTTP status they stand for.
 _CODE_STATUS = {
