@@ -151,10 +151,8 @@ def build_tools(skills: list[Skill]) -> list[ToolDefinition]:
         ", …" if len(ids) > _IDS_IN_DESCRIPTION else ""
     )
     use_description = (
-        "Load a skill: its instructions are added to your system prompt from your next turn on, for the rest "
-        "of the run, and you get the skill's folder and supporting files (readable by absolute path even "
-        "outside the workspace, read-only). Use a skill when the task matches its description; call "
-        "list_skills first if you do not know the ids. skill_id must be an id exactly as list_skills shows it."
+        "Load a skill matching the task: its instructions join your system prompt from the next turn and its "
+        "files become readable by absolute path."
     )
     if listed:
         use_description += f" Available ids: {listed}."
@@ -162,8 +160,7 @@ def build_tools(skills: list[Skill]) -> list[ToolDefinition]:
         ToolDefinition(
             name="list_skills",
             description=(
-                "List the skills available in this workspace: one line per skill, its id and what it is for "
-                "(descriptions are truncated). Takes no arguments. Then call use_skill with an id."
+                "List the available skills with their descriptions."
             ),
             input_schema={"type": "object", "properties": {}, "additionalProperties": False},
             annotations=ToolAnnotations(title="List skills", read_only_hint=True),
@@ -181,7 +178,7 @@ def build_tools(skills: list[Skill]) -> list[ToolDefinition]:
                     "skill_id": {
                         "type": "string",
                         "minLength": 1,
-                        "description": "The skill's id, as list_skills shows it (e.g. 'pdf-tools').",
+                        "description": "Id as shown by list_skills.",
                     }
                 },
                 "required": ["skill_id"],

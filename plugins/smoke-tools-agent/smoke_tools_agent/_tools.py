@@ -101,18 +101,16 @@ def finish_task(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
 # ---------------------------------------------------------------- definitions
 
 TODO_DESCRIPTION = """\
-Write the task's todo list (replaces the whole list each call). Use it for work with 3 or more steps: plan the steps, then keep it current.
-- Each todo: `content` (a short imperative step) and `status`: pending | in_progress | completed | cancelled.
-- At most one todo may be in_progress: the one you are working on now.
-- Mark a step completed as soon as it is done; do not batch updates. Send an empty list to clear it."""
+Replace the whole todo list; use it for tasks of 3+ steps. At most one todo in_progress; mark each completed as \
+soon as it is done."""
 
 ASK_DESCRIPTION = """\
-Ask the user a question and wait for the answer. Use it only when you cannot go on without a decision or information that only the user has (not for permission to use tools, and not to report progress).
-- `question`: one clear question. `options`: suggested answers to choose from (the user may still type something else); `multiple: true` lets them pick several.
-- Returns the user's answer as text."""
+Ask the user and wait for the answer, only when you cannot go on without their decision or information (not for \
+permission or progress)."""
 
 FINISH_DESCRIPTION = """\
-Finish the task: call this once the work is done (or cannot be done), with `summary` saying what was done, how it was checked, and anything left open. The run ends after this step and the summary is the final answer; do not call other tools after it."""
+End the run when the task is done or blocked. `summary` is the final answer: what was done, how it was checked, \
+what is left open."""
 
 
 def build_tools() -> list[ToolDefinition]:
@@ -122,7 +120,6 @@ def build_tools() -> list[ToolDefinition]:
             "content": {
                 "type": "string",
                 "minLength": 1,
-                "description": "The step, in a few words.",
             },
             "status": {"type": "string", "enum": list(STATUSES)},
         },
@@ -139,7 +136,6 @@ def build_tools() -> list[ToolDefinition]:
                     "todos": {
                         "type": "array",
                         "items": todo_item,
-                        "description": "The full todo list.",
                     }
                 },
                 "required": ["todos"],
@@ -160,16 +156,15 @@ def build_tools() -> list[ToolDefinition]:
                     "question": {
                         "type": "string",
                         "minLength": 1,
-                        "description": "The question for the user.",
                     },
                     "options": {
                         "type": "array",
                         "items": {"type": "string"},
-                        "description": "Suggested answers to choose from.",
+                        "description": "Suggested answers.",
                     },
                     "multiple": {
                         "type": "boolean",
-                        "description": "Allow choosing several options.",
+                        "description": "Allow several options.",
                     },
                 },
                 "required": ["question"],
@@ -191,7 +186,6 @@ def build_tools() -> list[ToolDefinition]:
                     "summary": {
                         "type": "string",
                         "minLength": 1,
-                        "description": "What was done and anything left open.",
                     }
                 },
                 "required": ["summary"],

@@ -317,7 +317,7 @@ async def git_commit(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 _PATH = {
     "type": "string",
-    "description": "A file or folder inside the workspace, relative to its root.",
+    "description": "Workspace-relative file or folder.",
 }
 _REV = {"type": "string", "minLength": 1}
 
@@ -352,8 +352,7 @@ def build_tools() -> list[ToolDefinition]:
     return [
         make(
             "git_status",
-            "Show the current branch and the changed, staged and untracked files of the workspace's git repository "
-            "(git status --short --branch). Read-only.",
+            "Show the branch and changed, staged and untracked files.",
             {"properties": {}},
             git_status,
             read_only=True,
@@ -362,20 +361,13 @@ def build_tools() -> list[ToolDefinition]:
         ),
         make(
             "git_diff",
-            "Show changes as a unified diff. Default: unstaged changes of tracked files. `staged: true` shows what is "
-            "staged for the next commit; `rev` compares against a revision or range (e.g. HEAD~1, main...HEAD); `path` "
-            "limits it to one file or folder inside the workspace. Long diffs are truncated. Read-only.",
+            "Show unstaged changes as a diff; with `staged` the staged ones, with `rev` changes against a "
+            "revision or range.",
             {
                 "properties": {
                     "path": _PATH,
-                    "staged": {
-                        "type": "boolean",
-                        "description": "Show staged changes (git diff --cached).",
-                    },
-                    "rev": {
-                        **_REV,
-                        "description": "A revision or range to diff against, e.g. HEAD~1 or main...HEAD.",
-                    },
+                    "staged": {"type": "boolean"},
+                    "rev": _REV,
                 }
             },
             git_diff,
@@ -385,15 +377,13 @@ def build_tools() -> list[ToolDefinition]:
         ),
         make(
             "git_log",
-            f"List recent commits, newest first, one line each: short hash, date, author, subject. `count` (default "
-            f"{DEFAULT_LOG_COUNT}, at most {MAX_LOG_COUNT}); `path` limits it to commits touching that file or folder. Read-only.",
+            f"List recent commits, newest first; `count` defaults to {DEFAULT_LOG_COUNT}.",
             {
                 "properties": {
                     "count": {
                         "type": "integer",
                         "minimum": 1,
                         "maximum": MAX_LOG_COUNT,
-                        "description": "How many commits.",
                     },
                     "path": _PATH,
                 }
@@ -405,11 +395,10 @@ def build_tools() -> list[ToolDefinition]:
         ),
         make(
             "git_show",
-            "Show one commit: its message, the files it changed and its diff (git show --stat --patch). `rev` is a "
-            "commit hash, branch, tag or expression such as HEAD~2. Long output is truncated. Read-only.",
+            "Show a commit: message, changed files and diff.",
             {
                 "properties": {
-                    "rev": {**_REV, "description": "The commit to show, e.g. HEAD or a1b2c3d."}
+                    "rev": _REV
                 },
                 "required": ["rev"],
             },
@@ -420,15 +409,14 @@ def build_tools() -> list[ToolDefinition]:
         ),
         make(
             "git_add",
-            "Stage files or folders for the next commit (git add). Paths must be inside the workspace and are taken "
-            'literally (no globs); use "." for everything. Needs approval.',
+            'Stage paths for the next commit; no globs, "." stages everything.',
             {
                 "properties": {
                     "paths": {
                         "type": "array",
                         "items": {"type": "string", "minLength": 1},
                         "minItems": 1,
-                        "description": "Files or folders to stage, relative to the workspace root.",
+                        "description": "Workspace-relative.",
                     }
                 },
                 "required": ["paths"],
@@ -440,14 +428,12 @@ def build_tools() -> list[ToolDefinition]:
         ),
         make(
             "git_commit",
-            "Commit the staged changes with `message` (stage them with git_add first). If no git identity is "
-            "configured, the commit is made as Smoke <smoke@localhost>, and the result says so. Needs approval.",
+            "Commit the staged changes (stage them with git_add first).",
             {
                 "properties": {
                     "message": {
                         "type": "string",
                         "minLength": 1,
-                        "description": "The commit message.",
                     }
                 },
                 "required": ["message"],

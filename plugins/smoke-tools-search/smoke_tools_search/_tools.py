@@ -207,22 +207,19 @@ def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 
 def build_tools() -> list[ToolDefinition]:
-    path = {"type": "string", "description": "Folder (or file) to search, relative to the workspace root (default: the root)."}
+    path = {"type": "string", "description": "Workspace-relative folder or file (default: root)."}
     return [
         ToolDefinition(
             name="glob",
             description=(
-                "Find files by name pattern. A pattern without '/' matches file names at any depth ('*.py'); "
-                "with '/' it matches the path relative to `path` ('src/**/test_*.py'; '**' crosses folders, "
-                "'{a,b}' alternates). Lists files only, sorted by path, workspace-relative. Skips .gitignored "
-                "files and .git, node_modules, .venv, __pycache__, dist, build, .smoke."
+                "Find files by glob; a pattern without '/' matches names at any depth. Skips .gitignored files. "
+                f"Shows `limit` paths (default {DEFAULT_GLOB_LIMIT})."
             ),
             input_schema=_schema(
                 {
-                    "pattern": {"type": "string", "description": "Glob pattern, e.g. '**/*.ts' or 'tests/test_*.py'."},
+                    "pattern": {"type": "string"},
                     "path": path,
-                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
-                              "description": f"Paths to show (default {DEFAULT_GLOB_LIMIT})."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
                 },
                 ["pattern"],
             ),
@@ -234,23 +231,18 @@ def build_tools() -> list[ToolDefinition]:
         ToolDefinition(
             name="grep",
             description=(
-                "Search file contents with a regular expression (Rust regex syntax as in ripgrep: no look-around or "
-                "backreferences; escape literal characters like '(' or '.'). Matches single lines. Output lines are "
-                "`path:line:text`; with `context`, surrounding lines are `path-line-text` and groups are separated "
-                "by '--'. Sorted by path and line; at most `limit` matching lines (default 100), then a line saying "
-                "how many more there are. Skips binary and .gitignored files and .git, node_modules, .venv, "
-                "__pycache__, dist, build, .smoke."
+                "Search file contents with a single-line ripgrep regex (no look-around or backreferences). Skips "
+                f"binary and .gitignored files. Shows `limit` matches (default {DEFAULT_GREP_LIMIT})."
             ),
             input_schema=_schema(
                 {
-                    "pattern": {"type": "string", "description": "Regular expression to search for."},
+                    "pattern": {"type": "string"},
                     "path": path,
-                    "include": {"type": "string", "description": "Only files matching this glob, e.g. '*.py' or '*.{ts,tsx}'."},
+                    "include": {"type": "string", "description": "File name glob, e.g. '*.py'."},
                     "context": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT,
-                                "description": "Lines of context before and after each match (default 0)."},
-                    "case_insensitive": {"type": "boolean", "description": "Ignore case (default false)."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
-                              "description": f"Matching lines to show (default {DEFAULT_GREP_LIMIT})."},
+                                "description": "Lines around each match."},
+                    "case_insensitive": {"type": "boolean"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
                 },
                 ["pattern"],
             ),

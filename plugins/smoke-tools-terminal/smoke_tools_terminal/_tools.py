@@ -36,27 +36,21 @@ def _option(ctx: ToolContext, name: str, default: Any) -> Any:
 # ---------------------------------------------------------------- descriptions
 
 RUN_COMMAND_DESCRIPTION = """\
-Run a shell command (bash -c) in the workspace and return its output and exit code.
-- Non-interactive: stdin is closed and CI=true, TERM=dumb, NO_COLOR=1 are set. Never run commands that wait for input, open an editor or a pager; pass flags such as -y / --no-edit.
-- `workdir`: a folder inside the workspace, relative to its root (default: the root).
-- The command and every process it started are killed after `timeout_ms` (default 120000, at most 600000). Processes it leaves running when it exits are stopped too.
-- A non-zero exit code is reported in the result, not raised. Long output is cut to its head and tail, and the full output is saved to a file whose path is given.
-- For servers and watchers set `background: true`: the call returns at once with the pid and a log file path, and the process is stopped when the run ends.
-- Use run_test for test suites. Prefer the dedicated file and search tools, when available, over cat/sed/grep/find."""
+Run a bash command in the workspace; returns output and exit code. Non-interactive: never wait for input, an \
+editor or a pager. Killed with its processes after timeout_ms. Long output is cut and saved to a file."""
 
 RUN_TEST_DESCRIPTION = """\
-Run the project's tests or a check (e.g. `pytest -q tests/test_x.py`, `npm test`, `cargo test`, `go test ./...`) and report pass/fail with the counts found and the end of the output.
-- Same rules as run_command: non-interactive (stdin closed, CI=true), `workdir` inside the workspace, killed with all its processes after `timeout_ms` (default 120000, at most 600000).
-- A failing test run is a normal result (exit code and counts are reported), not an error. Run the narrowest test that checks your change first."""
+Run a test command like run_command; reports pass/fail counts and the output's end. Failing tests are a normal result. \
+Run the narrowest test first."""
 
 _TIMEOUT_SCHEMA = {
     "type": "integer",
     "minimum": 1,
-    "description": f"Kill the command after this many milliseconds (default {DEFAULT_TIMEOUT_MS}, at most {MAX_TIMEOUT_MS}).",
+    "description": f"Default {DEFAULT_TIMEOUT_MS}, at most {MAX_TIMEOUT_MS}.",
 }
 _WORKDIR_SCHEMA = {
     "type": "string",
-    "description": "Folder to run in, relative to the workspace root (default: the root).",
+    "description": "Workspace-relative folder (default: root).",
 }
 
 RUN_COMMAND_SCHEMA: dict[str, Any] = {
@@ -65,18 +59,16 @@ RUN_COMMAND_SCHEMA: dict[str, Any] = {
         "command": {
             "type": "string",
             "minLength": 1,
-            "description": "The command line, run with bash -c.",
         },
         "workdir": _WORKDIR_SCHEMA,
         "timeout_ms": _TIMEOUT_SCHEMA,
         "env": {
             "type": "object",
             "additionalProperties": {"type": "string"},
-            "description": "Extra environment variables for this command.",
         },
         "background": {
             "type": "boolean",
-            "description": "Start it and return at once (servers, watchers); it is stopped when the run ends.",
+            "description": "Return at once (servers, watchers); stopped when the run ends.",
         },
     },
     "required": ["command"],
@@ -89,7 +81,6 @@ RUN_TEST_SCHEMA: dict[str, Any] = {
         "command": {
             "type": "string",
             "minLength": 1,
-            "description": "The test command line, run with bash -c.",
         },
         "workdir": _WORKDIR_SCHEMA,
         "timeout_ms": _TIMEOUT_SCHEMA,
