@@ -1,0 +1,387 @@
+"""Render ``docs/performance.md`` from ``bench/results/latest.json``.
+
+    python bench/report.py [results.json]    # rewrites docs/performance.md
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _v(x: Any, unit: str = "", nd: int | None = None) -> str:
+    """A figure for people: thousands separated, 3 significant-ish digits."""
+    if x is None:
+        return "—"
+    if isinstance(x, float) and x != x:
+        return "—"
+    if isinstance(x, float):
+        if nd is not None:
+            x = round(x, nd)
+        elif abs(x) >= 100:
+            x = int(round(x))
+        elif abs(x) >= 10:
+            x = round(x, 1)
+        else:
+            x = round(x, 3 if abs(x) < 1 else 2)
+    if isinstance(x, int) and abs(x) >= 10000:
+        return f"{x:,}{unit}"
+    return f"{x}{unit}"
+
+
+def _verdict(v: str | None) -> str:
+    return {"met": "met", "MISSED": "**MISSED**"}.get(v or "", v or "not measured")
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join("" if c is None else str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def _err(b: dict[str, Any] | None) -> str | None:
+    if b is None:
+        return "not run"
+    if "error" in b and "name" not in b:
+        return b["error"]
+    if "error" in b:
+        return b["error"]
+    return None
+
+
+def summary(d: dict[str, Any]) -> tuple[str, list[str]]:
+    B = d["benchmarks"]
+    rows: list[list[Any]] = []
+    misses: list[str] = []
+
+    def add(bench: str, measure: str, value: str, target: str, verdict: str | None, peers: str) -> None:
+        rows.append([bench, measure, value, target, _verdict(verdict), peers])
+        if verdict == "MISSED":
+            misses.append(f"{bench}: {measure} is {value} (target {target})")
+
+    s = B.get("startup")
+    if _err(s):
+        rows.append(["1 Start-up", "—", _err(s), "", "not measured", ""])
+    else:
+        c = s["commands"]
+        peer = f"`python -c pass` {_v(c['python -c pass']['median_ms'])} ms; `llm --help` {_v(s['llm_help_ms'])} ms"
+        add("1 Start-up", "`smoke --help`", f"{_v(s['smoke_help_ms'])} ms", "≤ 150 ms", s["verdicts"]["smoke_help_ms"],
+            peer)
+        add("1 Start-up", "`smoke --help` ÷ `llm --help`", _v(s["ratio_to_llm"]), "≤ 0.1",
+            s["verdicts"]["ratio_to_llm"], f"`llm --help` (llm + llm-anthropic + llm-gemini) {_v(s['llm_help_ms'])} ms")
+        rows.append(["1 Start-up", "`smoke tools`", f"{_v(s['smoke_tools_ms'])} ms", "(no target)", "", ""])
+        h = s["heavy_imports"]
+        heavy = sorted(set(h.get("heavy") or []) | set(h.get("smoke_help_path") or [])
+                       | {m for v in (h.get("per_plugin") or {}).values() for m in v})
+        add("1 Start-up", "heavy deps imported by loading plugins", ", ".join(heavy) or "none", "none",
+            s["verdicts"]["no_heavy_imports"], "")
+    lp = B.get("loop")
+    if _err(lp):
+        rows.append(["2 Loop", "—", _err(lp), "", "not measured", ""])
+    else:
+        fw = lp["frameworks"]
+
+        def ps(name: str, steps: str = "200") -> str:
+            f = fw.get(name) or {}
+            return _v((f.get("us_per_step") or {}).get(steps)) if "error" not in f else "n/a"
+
+        def rat(name: str) -> str:
+            f = fw.get(name) or {}
+            return _v(f.get("ratio_400_25")) if "error" not in f else "n/a"
+
+        peers = f"pydantic-ai {ps('pydantic-ai')}; openai-agents {ps('openai-agents')}; llm {ps('llm')} µs/step"
+        add("2 Loop", "µs/step at 200 steps, no hooks", ps("smoke"), "≤ 60", lp["verdicts"]["us_per_step_200"], peers)
+        add("2 Loop", "µs/step at 200 steps, four hook plugins", ps("smoke-hooks"), "≤ 100",
+            lp["verdicts"]["us_per_step_200_hooks"], "")
+        add("2 Loop", "400-step ÷ 25-step per-step cost, no hooks", rat("smoke"), "≤ 1.3",
+            lp["verdicts"]["ratio_400_25"],
+            f"pydantic-ai {rat('pydantic-ai')}; openai-agents {rat('openai-agents')}; llm {rat('llm')}")
+        add("2 Loop", "400-step ÷ 25-step, four hook plugins", rat("smoke-hooks"), "≤ 1.3",
+            lp["verdicts"]["ratio_400_25_hooks"], "")
+    se = B.get("search")
+    if _err(se):
+        rows.append(["3 Search", "—", _err(se), "", "not measured", ""])
+    else:
+        qs = "; ".join(f"{q['raw_rg_ms']} → {q['tool_ms']} ms" for q in se["queries"])
+        add("3 Search", "grep tool ÷ raw rg (worst query)", f"{_v(se['worst_ratio'])}×", "≤ 1.3×",
+            se["verdicts"]["ratio"], f"raw rg → grep tool: {qs}")
+    co = B.get("concurrency")
+    if _err(co):
+        rows.append(["4 Concurrency", "—", _err(co), "", "not measured", ""])
+    else:
+        sm, pa = co["frameworks"].get("smoke", {}), co["frameworks"].get("pydantic-ai", {})
+        if _err(sm):
+            rows.append(["4 Concurrency", "—", _err(sm), "", "not measured", ""])
+        else:
+            pe = (lambda k, u: f"pydantic-ai {_v(pa.get(k))} {u}" if not _err(pa) else "pydantic-ai n/a")
+            add("4 Concurrency", "1,000 runs × 5 steps: total time", f"{_v(sm['total_s'])} s", "≤ 2 s",
+                co["verdicts"]["total_s"], pe("total_s", "s"))
+            add("4 Concurrency", "RSS growth", f"{_v(sm['rss_growth_mb'])} MB", "≤ 60 MB",
+                co["verdicts"]["rss_growth_mb"], pe("rss_growth_mb", "MB"))
+            add("4 Concurrency", "worst event-loop lag", f"{_v(sm['worst_lag_ms'])} ms", "≤ 50 ms",
+                co["verdicts"]["worst_lag_ms"], pe("worst_lag_ms", "ms"))
+    pr = B.get("prompt")
+    if _err(pr):
+        rows.append(["5 Prompt", "—", _err(pr), "", "not measured", ""])
+    else:
+        add("5 Prompt", "o200k tokens: system prompt + all tool schemas", _v(pr["total_tokens"]), "≤ 3,000",
+            pr["verdicts"]["total_tokens"],
+            f"Smoke Monkey (TypeScript) system prompt alone: {pr['smoke_monkey_system_prompt_tokens']:,} (from the issue)")
+        rows.append(["5 Prompt", "of which: system prompt / the five groups' schemas (filesystem, search, terminal, "
+                     "git, agent) / other groups", f"{pr['system_prompt_tokens']} / {pr['five_groups_tokens']} / "
+                     f"{pr['tool_schema_tokens'] - pr['five_groups_tokens']}", "(no target)", "", ""])
+    st = B.get("stream")
+    if _err(st):
+        rows.append(["6 Streaming", "—", _err(st), "", "not measured", ""])
+    else:
+        c = st["clients"]
+        add("6 Streaming", "p99 added latency per delta", f"{_v(st['added_p99_ms'])} ms", "≤ 1 ms",
+            st["verdicts"]["added_p99_ms"], f"raw httpx-sse p99 {c['raw']['p99_ms']} ms (Smoke {c['smoke']['p99_ms']} ms)")
+        rows.append(["6 Streaming", "deltas per second to `text.delta` listeners",
+                     _v(c["smoke"]["deltas_per_s"]), "(no target)", "",
+                     f"raw httpx-sse {_v(c['raw']['deltas_per_s'])}/s"])
+    return _table(["benchmark", "measure", "Smoke", "target", "verdict", "peers, same run"], rows), misses
+
+
+def sec_startup(s: dict[str, Any]) -> str:
+    rows = [[f"`{k}`", v["median_ms"], v["min_ms"], v["max_ms"], v["runs"], v["exit_code"]]
+            for k, v in s["commands"].items()]
+    out = [_table(["command", "median ms", "min", "max", "runs", "exit"], rows), ""]
+    vers = ", ".join(f"{k} {v}" for k, v in (s.get("versions") or {}).items() if v)
+    if vers:
+        out.append(f"Peers: {vers}. `import …` rows are `python -c \"import …\"` (interpreter start-up included).\n")
+    it = s["importtime_smoke_help"]
+    out.append(f"`{it['command']}`: {it['total_ms']} ms of imports over {it['modules']} modules. "
+               "Top offenders (cumulative, top-level imports):\n")
+    out.append(_table(["module", "cumulative ms"], [[f"`{x['module']}`", x["cumulative_ms"]] for x in it["top_cumulative"]]))
+    out.append("\nBy own time (self, any depth):\n")
+    out.append(_table(["module", "self ms"], [[f"`{x['module']}`", x["self_ms"]] for x in it["top_self"][:8]]))
+    it2 = s["importtime_cli_import"]
+    out.append(f"\n`{it2['command']}`: {it2['total_ms']} ms over {it2['modules']} modules.\n")
+    h = s["heavy_imports"]
+    per = {k: v for k, v in (h.get("per_plugin") or {}).items() if v}
+    out.append(
+        f"Heavy modules in `sys.modules` after `create_plugin_manager()` loads every entry point: "
+        f"**{', '.join(h.get('heavy') or []) or 'none'}**; after `smoke --help` (plugin commands added): "
+        f"**{', '.join(h.get('smoke_help_path') or []) or 'none'}**; importing each plugin alone: "
+        f"**{per or 'none'}** (checked: {', '.join(_heavy_list())}). {h.get('modules', '?')} modules are loaded "
+        f"after the plugins; pydantic among them: {h.get('pydantic')}."
+    )
+    return "\n".join(out)
+
+
+def _heavy_list() -> list[str]:
+    try:
+        from bench_startup import HEAVY
+
+        return list(HEAVY)
+    except ImportError:
+        return ["httpx", "mcp", "starlette", "tiktoken", "jsonschema"]
+
+
+def sec_loop(lp: dict[str, Any]) -> str:
+    rows = []
+    for fw, f in lp["frameworks"].items():
+        if "error" in f:
+            rows.append([fw, "", "", "", "", f["error"]])
+            continue
+        u = f["us_per_step"]
+        rows.append([fw, _v(u["25"]), _v(u["200"]), _v(u["400"]), f["ratio_400_25"], f.get("version")])
+    out = [_table(["framework", "25 steps", "200 steps", "400 steps", "400 ÷ 25", "version"], rows)]
+    out.append("\nµs per step = wall time of the run ÷ model calls; median of the repetitions "
+               f"(Smoke {lp['frameworks'].get('smoke', {}).get('reps', '?')}, peers "
+               f"{lp['frameworks'].get('pydantic-ai', {}).get('reps', '?')}).")
+    prof = lp["frameworks"].get("smoke", {}).get("profile_200_steps")
+    if prof:
+        out.append("\nWhere Smoke's time goes (cProfile of one 200-step run without hooks; own time, "
+                   "profiler overhead included):\n")
+        out.append(_table(["function", "calls", "own ms", "cumulative ms", "share"],
+                          [[f"`{r['function']}`", r["calls"], r["own_ms"], r["cumulative_ms"],
+                            f"{r['own_share'] * 100:.0f}%"] for r in prof[:10]]))
+    return "\n".join(out)
+
+
+def sec_search(se: dict[str, Any]) -> str:
+    t = se["tree"]
+    rows = [[f"`{q['pattern']}`", q["matches"], q["files"], q["raw_rg_ms"], q["rg_tool_flags_ms"], q["tool_ms"],
+             f"{q['ratio']}×"] for q in se["queries"]]
+    out = [f"Tree: {t['files']} files, {t['mb']} MB — `{t['source']}` without `site-packages` and `__pycache__` "
+           f"({'hard-linked' if t['hardlinked'] else 'copied'} to a temporary folder). {se['rg_version']}; "
+           f"median of {se['runs']} alternating runs.\n",
+           _table(["pattern", "matches", "files", "raw rg ms", "rg with the tool's flags ms", "grep tool ms",
+                   "tool ÷ raw rg"], rows),
+           "\nRaw rg is `rg --line-number --no-heading --regexp PATTERN .` (default settings: parallel "
+           "walk, unsorted). \"rg with the tool's flags\" is what the tool runs (`--json --sort path`, its skip "
+           "globs, `--hidden`…): `--sort path` makes rg single-threaded, so part of the gap is the price of the "
+           "sorted, deterministic output the tool promises."]
+    return "\n".join(out)
+
+
+def sec_concurrency(co: dict[str, Any]) -> str:
+    rows = []
+    for fw, f in co["frameworks"].items():
+        if _err(f):
+            rows.append([fw, "", "", "", "", "", _err(f)])
+            continue
+        rows.append([fw, f["total_s"], f.get("runs_s"), f.get("create_agents_s") or "—", f["rss_growth_mb"],
+                     f["worst_lag_ms"], f"{f['completed']}/{co['runs']}"])
+    return "\n".join([
+        f"{co['runs']:,} runs in one event loop, {co['steps']} steps each (4 no-op tool calls, then text), the "
+        f"model awaiting {co['model_delay_ms']:.0f} ms per call. Smoke makes one agent per run (an agent runs one "
+        "run at a time); creating them is timed separately, before the runs start, and is part of the total. "
+        "pydantic-ai shares one `Agent`.\n",
+        _table(["framework", "total s", "runs s", "create agents s", "RSS growth MB", "worst loop lag ms",
+                "completed"], rows),
+        "\nRSS growth = peak VmRSS (sampled every tick) − VmRSS before the agents are made. Lag = how late a "
+        "ticker task awaiting `asyncio.sleep(0.005)` wakes up, during the runs. The floor for the total is "
+        f"{co['steps']} × {co['model_delay_ms']:.0f} ms = {co['steps'] * co['model_delay_ms'] / 1000:.2f} s.",
+    ])
+
+
+def sec_prompt(pr: dict[str, Any]) -> str:
+    rows = [["default system prompt", "", pr["system_prompt_tokens"]]]
+    rows += [[f"group `{g}`", ", ".join(f"`{n}`" for n in x["tools"]), x["tokens"]] for g, x in pr["groups"].items()]
+    rows += [["**the five groups** (filesystem, search, terminal, git, agent)", f"{pr['five_groups_tools']} tools",
+              f"**{pr['five_groups_tokens']:,}**"],
+             ["all tool schemas", f"{pr['tools']} tools", pr["tool_schema_tokens"]],
+             ["**total: system prompt + all tool schemas**", "", f"**{pr['total_tokens']:,}**"]]
+    out = [f"Encoding {pr['encoding']} (tiktoken). Agent created with every installed plugin "
+           f"({', '.join(pr['plugins'])}) and a stub provider; schemas serialised as the OpenAI-compatible adapter "
+           "sends them (`{\"type\": \"function\", \"function\": {name, description, parameters}}`, "
+           "`json.dumps(ensure_ascii=False)`). A group's count is its tools' list encoded alone, so the groups "
+           "add up to the whole within a few tokens.\n",
+           _table(["part", "tools", "tokens"], rows),
+           "\nPer tool (the whole function object; description alone beside it):\n",
+           _table(["tool", "group", "tokens", "description tokens"],
+                  [[f"`{t['name']}`", t["group"], t["tokens"], t["description_tokens"]] for t in pr["per_tool"]])]
+    return "\n".join(out)
+
+
+def sec_stream(st: dict[str, Any]) -> str:
+    rows = [[k if k == "smoke" else "raw httpx + httpx-sse", _v(v["deltas_per_s"]), v["p50_ms"], v["p99_ms"],
+             v["max_ms"]] for k, v in st["clients"].items()]
+    return "\n".join([
+        f"A local SSE server (its own process) sends OpenAI `chat.completion.chunk` events; each delta carries "
+        f"`time.monotonic_ns()` taken just before the write. Latency: {st['deltas']:,} deltas, one every "
+        f"{st['interval_us'] / 1000:g} ms; latency = arrival at the listener − that timestamp. Throughput: "
+        f"{st['burst']:,} deltas back to back, counted between the first and last arrival. Median of {st['reps']} "
+        "alternating repetitions. Smoke = `create_agent(..., provider=\"openai-compatible\", base_url=...)` with a "
+        "`text.delta` listener; baseline = a raw `httpx` + `httpx-sse` client parsing each event's JSON.\n",
+        _table(["client", "deltas/s", "p50 ms", "p99 ms", "max ms"], rows),
+        f"\nAdded by Smoke: p50 {st['added_p50_ms']} ms, **p99 {st['added_p99_ms']} ms**; throughput "
+        f"{st['throughput_ratio']}× the raw client's.",
+    ])
+
+
+SECTIONS = [
+    ("startup", "1. Start-up", sec_startup),
+    ("loop", "2. Loop overhead", sec_loop),
+    ("search", "3. Search", sec_search),
+    ("concurrency", "4. Concurrency", sec_concurrency),
+    ("prompt", "5. Prompt overhead", sec_prompt),
+    ("stream", "6. Streaming", sec_stream),
+]
+
+
+def render(d: dict[str, Any]) -> str:
+    m = d["machine"]
+    table, misses = summary(d)
+    v = d.get("versions") or {}
+    out = [
+        "# Performance",
+        "",
+        "<!-- Generated by bench/run_all.py from bench/results/latest.json; do not edit by hand. -->",
+        "",
+        "Measured by the scripts in `bench/` (`nox -s bench`). Every figure below comes from **one run**, "
+        "Smoke and its peers side by side, so compare within the page: these machines vary from run to run "
+        "(the load average and a calibration loop are recorded to show how busy the machine was). "
+        "Timings are medians of several repetitions unless said otherwise.",
+        "",
+        f"- Run: {d['generated_at']}, commit `{d.get('commit') or '?'}`"
+        + (" — **quick mode** (fewer repetitions)" if d.get("quick") else "")
+        + (f" — partial re-run of {', '.join(d['partial_rerun'])}" if d.get("partial_rerun") else ""),
+        f"- Machine: {m.get('cpus')} CPUs ({m.get('cpu')}), {m.get('platform')}, "
+        f"{m.get('implementation')} {m.get('python')}",
+        f"- Load average at start {m.get('load_average')}, at end {m.get('load_average_after')}; calibration loop "
+        f"{m.get('calibration_loop_ms_before')} ms before, {m.get('calibration_loop_ms_after')} ms after "
+        "(300k iterations of pure Python; lower = faster machine).",
+        f"- Peers: pydantic-ai (pydantic-ai-slim {v.get('pydantic-ai-slim')}), openai-agents "
+        f"{v.get('openai-agents')}, llm {v.get('llm')} with llm-anthropic {v.get('llm-anthropic')} and llm-gemini "
+        f"{v.get('llm-gemini')}; installed in the bench environment only (`bench/requirements.txt`).",
+        f"- Wall time of the whole benchmark run: {d['elapsed_s'].get('total')} s "
+        f"({', '.join(f'{k} {x} s' for k, x in d['elapsed_s'].items() if k != 'total')}).",
+        "",
+        "## Summary",
+        "",
+        table,
+        "",
+    ]
+    if misses:
+        out += ["**Targets missed in this run:**", ""] + [f"- {x}" for x in misses] + [""]
+    else:
+        out += ["Every measured target was met in this run.", ""]
+    for key, title, fn in SECTIONS:
+        out += [f"## {title}", ""]
+        b = d["benchmarks"].get(key)
+        err = _err(b)
+        if err:
+            out += [f"Not measured in this run: {err}", ""]
+            continue
+        try:
+            out += [fn(b), ""]
+        except (KeyError, TypeError) as exc:
+            out += [f"(could not render: {type(exc).__name__}: {exc})", ""]
+    out += [
+        "## Reproduce",
+        "",
+        "```sh",
+        "nox -s bench                      # installs core + every plugin + tiktoken + bench/requirements.txt,",
+        "                                  # runs bench/run_all.py, rewrites this page and bench/results/latest.json",
+        "nox -s bench -- --quick           # fewer repetitions",
+        "nox -s bench -- --only loop,stream  # re-run some benchmarks (the others keep their last figures)",
+        "```",
+        "",
+        "Each benchmark is a script that runs alone in any environment holding core and the plugins (peers "
+        "are skipped when not installed) and prints its table; `--json PATH` writes its result:",
+        "",
+        "```sh",
+        "python bench/bench_startup.py      # 1: smoke --help / smoke tools / llm --help / importtime / heavy imports",
+        "python bench/bench_loop.py         # 2: --only smoke|smoke-hooks|pydantic-ai|openai-agents|llm",
+        "python bench/bench_search.py       # 3: grep tool vs raw rg over the stdlib",
+        "python bench/bench_concurrency.py  # 4: --only smoke|pydantic-ai, --runs 1000",
+        "python bench/bench_prompt.py       # 5: needs TIKTOKEN_CACHE_DIR holding o200k_base",
+        "python bench/bench_stream.py       # 6: local SSE server, Smoke vs raw httpx-sse",
+        "python bench/report.py             # re-render this page from bench/results/latest.json",
+        "```",
+        "",
+        "Notes on method:",
+        "",
+        "- Start-up: wall time of a subprocess (`subprocess.run` + `time.perf_counter`), one warm-up run, then "
+        "the median of N runs (hyperfine is not installed).",
+        "- Loop: Smoke uses `ScriptedProvider(copy_requests=False)`: the default deep-copies every request so "
+        "tests can inspect it, which is test machinery, not loop cost. Fake models never sleep; the tool is an "
+        "async no-op marked read-only. The four hook plugins implement one no-op lifecycle hook each "
+        "(`before_model_call`, `after_model_call`, `before_tool_call`, `after_tool_call`). pydantic-ai runs with "
+        "`UsageLimits(request_limit=None)`; openai-agents with tracing disabled; llm through "
+        "`conversation(chain_limit=…).chain(…)`. Agent creation is not timed.",
+        "- Each framework, and each benchmark, runs in its own process.",
+        "- tiktoken cannot download encodings here: `TIKTOKEN_CACHE_DIR` must hold o200k_base "
+        "(`../shared/tokenizers/tiktoken_cache` relative to the repo root; the nox session sets it).",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def main() -> None:
+    src = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "bench" / "results" / "latest.json"
+    data = json.loads(src.read_text())
+    (ROOT / "docs" / "performance.md").write_text(render(data))
+    print(f"wrote {ROOT / 'docs' / 'performance.md'}")
+
+
+if __name__ == "__main__":
+    main()
