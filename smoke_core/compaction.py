@@ -27,21 +27,26 @@ _SUMMARY_INSTRUCTION = (
 )
 
 
+def message_chars(message: Message) -> int:
+    """Characters a message adds to a prompt (images count as 1000)."""
+    chars = 0
+    for b in message["content"]:
+        t = b.get("type")
+        if t == "text" or t == "thinking":
+            chars += len(b.get("text", ""))
+        elif t == "tool_call":
+            chars += len(b.get("name", "")) + len(str(b.get("input", {})))
+        elif t == "tool_result":
+            for c in b.get("content", []):
+                chars += len(c.get("text", "")) if c.get("type") == "text" else 1000
+        elif t == "image":
+            chars += 1000
+    return chars
+
+
 def estimate_tokens(messages: list[Message], system: str | None = None, tools: list[Any] | None = None) -> int:
     """A cheap estimate (~4 characters per token) — good enough to decide when to compact."""
-    chars = len(system or "")
-    for m in messages:
-        for b in m["content"]:
-            t = b.get("type")
-            if t == "text" or t == "thinking":
-                chars += len(b.get("text", ""))
-            elif t == "tool_call":
-                chars += len(b.get("name", "")) + len(json.dumps(b.get("input", {})))
-            elif t == "tool_result":
-                for c in b.get("content", []):
-                    chars += len(c.get("text", "")) if c.get("type") == "text" else 1000
-            elif t == "image":
-                chars += 1000
+    chars = len(system or "") + sum(message_chars(m) for m in messages)
     if tools:
         chars += len(json.dumps(tools))
     return chars // 4
@@ -52,14 +57,23 @@ class Compactor:
         self.context_window = context_window
         self.threshold = threshold
         self.keep_recent = keep_recent
-        # Estimating is O(history); skip it until the history could matter.
-        self._min_chars = int(context_window * threshold * 4)
 
     async def maybe_compact(self, run: RunHandle) -> bool:
         messages = run.messages
         if len(messages) <= self.keep_recent + 1:
             return False
-        estimated = estimate_tokens(messages, run.system_prompt(), getattr(run, "_schemas", None))
+        # Per-step cost must not grow with the history: the run keeps a running
+        # character count and only the messages added since the last step are
+        # measured (messages are append-only until compaction replaces them).
+        state = run._compaction_state
+        if state["list"] is not messages or state["counted"] > len(messages):
+            state.update(list=messages, counted=0, chars=0)
+        for m in messages[state["counted"] :]:
+            state["chars"] += message_chars(m)
+        state["counted"] = len(messages)
+        if state["tools"] is None:
+            state["tools"] = len(json.dumps(getattr(run, "_schemas", None) or []))
+        estimated = (state["chars"] + state["tools"] + len(run.system_prompt() or "")) // 4
         if estimated < self.context_window * self.threshold:
             return False
         cut = self._cut_index(messages)

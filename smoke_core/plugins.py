@@ -43,6 +43,7 @@ class PluginInfo:
 
 
 _loaded: dict[str | None, list[PluginInfo]] = {}
+_shared_managers: dict[tuple[str | None, bool], SmokePluginManager] = {}
 
 
 def _allowed() -> set[str] | None:
@@ -183,7 +184,18 @@ def create_plugin_manager(
     *,
     autoload: bool = True,
 ) -> SmokePluginManager:
-    """A manager holding built-ins, autoloaded entry points and the given plugins."""
+    """A manager holding built-ins, autoloaded entry points and the given plugins.
+
+    Agents without plugins or hooks of their own share one manager per
+    ``SMOKE_LOAD_PLUGINS`` value (building one costs about a millisecond of
+    pluggy introspection, which matters with thousands of agents); treat
+    ``agent.plugin_manager`` as read-only.
+    """
+    shared_key = (os.environ.get("SMOKE_LOAD_PLUGINS"), autoload)
+    if not plugins and not hooks:
+        shared = _shared_managers.get(shared_key)
+        if shared is not None:
+            return shared
     pm = SmokePluginManager()
     for info in _builtin_plugins():
         if info.plugin is not None:
@@ -207,6 +219,8 @@ def create_plugin_manager(
         pm.add(plugin, name=name)
     if hooks:
         pm.add(hooks_plugin(hooks), name="hooks=")
+    if not plugins and not hooks:
+        _shared_managers[shared_key] = pm
     return pm
 
 

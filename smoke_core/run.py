@@ -105,6 +105,9 @@ class RunHandle:
         self._failing_commands = 0
         self._empty_replies = 0
         self._rand = random.random
+        self._compaction_state: dict[str, Any] = {"list": None, "counted": 0, "chars": 0, "tools": None}
+        self._impl_cache: dict[str, list[Any]] = {}
+        self._presentations: dict[str, dict[str, Any]] = {}
 
     # ------------------------------------------------------------ plugin API
 
@@ -118,7 +121,20 @@ class RunHandle:
         return self._artifacts
 
     def emit(self, type: str, data: dict[str, Any]) -> None:
-        self.agent._emit(Event(type, data, run_id=self.run_id, session_id=self.session_id))
+        agent = self.agent
+        if agent._any or agent._listeners.get(type):  # no Event object when nobody listens
+            agent._emit(Event(type, data, run_id=self.run_id, session_id=self.session_id))
+
+    def _listening(self, type: str) -> bool:
+        agent = self.agent
+        return bool(agent._any or agent._listeners.get(type))
+
+    def _impls(self, hook: str) -> list[Any]:
+        # The plugin set cannot change during a run; resolve each hook's order once.
+        impls = self._impl_cache.get(hook)
+        if impls is None:
+            impls = self._impl_cache[hook] = self.agent._pm.impls(hook)
+        return impls
 
     def warn(self, info: AgentErrorInfo | str, **data: Any) -> None:
         """Emit ``run.warning`` with an error (or a plain message as ``hook_failed``-free info)."""
@@ -327,7 +343,7 @@ class RunHandle:
         tools = list(self._schemas)
         system = self.system_prompt()
         model = getattr(agent.provider, "model", "") or ""
-        impls = agent._pm.impls("before_model_call")
+        impls = self._impls("before_model_call")
         if impls:
             for impl in impls:
                 kwargs = {
@@ -337,7 +353,7 @@ class RunHandle:
                 label = agent._pm.plugin_label(impl)
                 try:
                     res = call_impl(impl, kwargs)
-                    if inspect.isawaitable(res):
+                    if res is not None and inspect.isawaitable(res):
                         res = await res
                 except Exception as exc:
                     raise _RunFailed(
@@ -407,7 +423,8 @@ class RunHandle:
             else:
                 self.usage.add(usage)
                 await self._after_model_call(reply, usage, t0, None, step)
-                self.emit("usage.updated", {"usage": self.usage.to_dict(), "step_usage": usage.to_dict()})
+                if self._listening("usage.updated"):
+                    self.emit("usage.updated", {"usage": self.usage.to_dict(), "step_usage": usage.to_dict()})
                 return reply, finish
             await self._after_model_call(None, Usage(), t0, info, step)
             key = (info.code, info.message)
@@ -500,6 +517,8 @@ class RunHandle:
     async def _after_model_call(
         self, reply: Message | None, usage: Usage, t0: float, error: AgentErrorInfo | None, step: int
     ) -> None:
+        if not self._impls("after_model_call"):
+            return
         kwargs = {
             "response": reply,
             "usage": usage.to_dict(),
@@ -514,10 +533,10 @@ class RunHandle:
         """Call a fail-open hook: every implementation runs; a raise is logged
         (and, for before_run, reported as ``run.warning``)."""
         pm = self.agent._pm
-        for impl in pm.impls(hook):
+        for impl in self._impls(hook):
             try:
                 res = call_impl(impl, kwargs)
-                if inspect.isawaitable(res):
+                if res is not None and inspect.isawaitable(res):
                     await res
             except asyncio.CancelledError:
                 raise
@@ -556,7 +575,7 @@ class RunHandle:
         name = call["name"]
         call_id = call["id"]
         tool = self.tools.get(name)
-        presentation = tool.presentation_dict() if tool is not None else {"label": name, "tone": "info"}
+        presentation = self._presentation(tool, name)
         tool_input: dict[str, Any] = call.get("input") or {}
         t0 = time.perf_counter()
         self.emit(
@@ -583,6 +602,13 @@ class RunHandle:
         }
         return block
 
+    def _presentation(self, tool: ToolDefinition | None, name: str) -> dict[str, Any]:
+        p = self._presentations.get(name)
+        if p is None:
+            p = tool.presentation_dict() if tool is not None else {"label": name, "tone": "info"}
+            self._presentations[name] = p
+        return p
+
     async def _finish_tool_call(
         self,
         call_id: str,
@@ -595,13 +621,14 @@ class RunHandle:
         presentation: dict[str, Any],
     ) -> None:
         duration_ms = (time.perf_counter() - t0) * 1000
-        await self._call_observers(
-            "after_tool_call",
-            {
-                "tool_name": name, "input": tool_input, "tool_call_id": call_id, "result": result,
-                "duration_ms": duration_ms, "blocked": blocked, "error": error, "run": self,
-            },
-        )
+        if self._impls("after_tool_call"):
+            await self._call_observers(
+                "after_tool_call",
+                {
+                    "tool_name": name, "input": tool_input, "tool_call_id": call_id, "result": result,
+                    "duration_ms": duration_ms, "blocked": blocked, "error": error, "run": self,
+                },
+            )
         if result.presentation is not None:
             presentation = {**presentation, **result.presentation.model_dump(exclude_none=True)}
         self.emit(
@@ -648,12 +675,12 @@ class RunHandle:
             return fail("tool_invalid_input", problem)
 
         # before_tool_call: chained, fail-closed
-        for impl in agent._pm.impls("before_tool_call"):
+        for impl in self._impls("before_tool_call"):
             label = agent._pm.plugin_label(impl)
             kwargs = {"tool_name": name, "input": tool_input, "tool_call_id": call_id, "run": self}
             try:
                 res = call_impl(impl, kwargs)
-                if inspect.isawaitable(res):
+                if res is not None and inspect.isawaitable(res):
                     res = await res
             except asyncio.CancelledError:
                 raise
@@ -682,7 +709,7 @@ class RunHandle:
             call_id, "tool", name, tool_input, tool.read_only, None,
             scope=f"mcp:{name.split('__', 1)[0]}" if tool.group == "mcp" and "__" in name else name,
         )
-        if not await self._permission(request, presentation=tool.presentation_dict()):
+        if not await self._permission(request, presentation=self._presentation(tool, name)):
             message = f"permission denied: the call to {name} was not approved"
             if request.reason:
                 message += f" ({request.reason})"

@@ -185,10 +185,9 @@ class ToolDefinition(BaseModel):
 
             cls = jsonschema.validators.validator_for(self.input_schema, default=jsonschema.Draft202012Validator)
             validator = self._validator = cls(self.input_schema)
-        error = next(iter(validator.iter_errors(arguments)), None)
-        if error is None:
+        if validator.is_valid(arguments):
             return None
-        best = _best_error(validator, arguments) or error
+        best = _best_error(validator, arguments) or next(iter(validator.iter_errors(arguments)))
         where = "/".join(str(p) for p in best.absolute_path)
         if best.validator == "required":
             return f"invalid arguments for {self.name}: {best.message}"

@@ -11,6 +11,7 @@ def _no_autoload(monkeypatch: pytest.MonkeyPatch) -> None:
     may be installed in the same environment (the `tests` nox session)."""
     monkeypatch.setenv("SMOKE_LOAD_PLUGINS", "")
     plugins_module._loaded.clear()
+    plugins_module._shared_managers.clear()
 
 
 @pytest.fixture
