@@ -152,7 +152,7 @@ def write_scripted_provider_plugin(root: Path) -> Path:
                 turns = json.loads(os.environ["SMOKE_TEST_TURNS"])
                 turns = [_answer if t == "ECHO_LAST_RESULT" else t for t in turns]
                 return ScriptedProvider(turns, delay=float(os.environ.get("SMOKE_TEST_DELAY", "0")))
-            register("cli-scripted", factory)
+            register("cli-scripted", factory, env_var="CLI_SCRIPTED_KEY")
         """
     ))
     return root
@@ -327,3 +327,28 @@ def test_smoke_tools_lists_every_group(tmp_path):
     by_name = {t["name"]: t for t in tools}
     assert by_name["read_file"]["read_only"] and not by_name["write_file"]["read_only"]
     assert all(t["presentation"].get("icon") for t in tools)
+
+
+def test_provider_detected_from_environment_and_named(tmp_path):
+    plugdir = write_scripted_provider_plugin(tmp_path / "plug")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = clean_env(tmp_path, PYTHONPATH=str(plugdir), SMOKE_LOAD_PLUGINS="cli_scripted",
+                    SMOKE_TEST_TURNS=json.dumps(["hello from the detected provider"]), CLI_SCRIPTED_KEY="k")
+    proc = smoke("run", "say hi", cwd=ws, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "using provider cli-scripted (found CLI_SCRIPTED_KEY)" in proc.stderr
+    assert "hello from the detected provider" in proc.stdout
+
+
+def test_config_file_chooses_provider(tmp_path):
+    plugdir = write_scripted_provider_plugin(tmp_path / "plug")
+    ws = tmp_path / "ws"
+    (ws / ".smoke").mkdir(parents=True)
+    (ws / ".smoke" / "config.yaml").write_text("provider: cli-scripted\nmodel: tiny\n")
+    env = clean_env(tmp_path, PYTHONPATH=str(plugdir), SMOKE_LOAD_PLUGINS="cli_scripted",
+                    SMOKE_TEST_TURNS=json.dumps(["configured"]))
+    proc = smoke("run", "--json", "go", cwd=ws, env=env)
+    assert proc.returncode == 0, proc.stderr
+    started = json.loads(proc.stdout.splitlines()[0])
+    assert started["type"] == "run.started" and started["data"]["provider"] == "scripted"
