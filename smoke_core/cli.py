@@ -3,14 +3,11 @@ including core's own built-in plugin; heavy imports happen inside commands."""
 
 from __future__ import annotations
 
-import logging
 import sys
 
 import click
 
 from . import __version__
-
-log = logging.getLogger("smoke")
 
 
 class SmokeGroup(click.Group):
@@ -45,6 +42,12 @@ class SmokeGroup(click.Group):
         self._load()
         return super().get_command(ctx, cmd_name)
 
+    def invoke(self, ctx: click.Context) -> object:
+        import logging  # only when a command runs, not for --help
+
+        logging.basicConfig(level=logging.WARNING, format="%(message)s")
+        return super().invoke(ctx)
+
 
 @click.group(cls=SmokeGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="smoke")
@@ -56,7 +59,6 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    logging.basicConfig(level=logging.WARNING, format="%(message)s")
     cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="smoke")
 
 

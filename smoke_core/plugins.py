@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import logging
+import json
 import os
+import sys
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -23,7 +25,12 @@ import pluggy
 from . import hookspecs
 from ._markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl
 
-log = logging.getLogger("smoke")
+
+
+def _log() -> Any:
+    import logging  # not at import time: `smoke --help` never logs
+
+    return logging.getLogger("smoke")
 
 #: Modules registered in every manager before the entry points, so that
 #: core's own behaviour goes through the same contract as third-party code.
@@ -53,6 +60,75 @@ def _allowed() -> set[str] | None:
     return {p.strip() for p in raw.split(",") if p.strip()}
 
 
+def _cache_file(key: str) -> Path:
+    import zlib  # built in; hashlib would cost more than the cache saves
+
+    base = os.environ.get("SMOKE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "smoke"
+    )
+    return Path(base) / f"entry-points-{zlib.crc32(key.encode()):08x}.json"
+
+
+def _path_stamps() -> list[list[Any]]:
+    stamps: list[list[Any]] = []
+    for entry in sys.path:
+        try:
+            stamps.append([entry, os.stat(entry or ".").st_mtime_ns])
+        except OSError:
+            stamps.append([entry, None])
+    return stamps
+
+
+def _entry_point_records() -> list[dict[str, Any]]:
+    """``[{name, value, dist, version}]`` of the group ``smoke``.
+
+    Scanning every installed distribution (and importing ``importlib.metadata``)
+    is the largest part of ``smoke --help``; the result is cached on disk and
+    reused while no folder on ``sys.path`` has changed (installing or removing
+    a distribution changes its folder's mtime). ``SMOKE_NO_PLUGIN_CACHE=1``
+    turns the cache off; ``SMOKE_CACHE_DIR`` moves it.
+    """
+    use_cache = not os.environ.get("SMOKE_NO_PLUGIN_CACHE")
+    key = json.dumps([sys.executable, sys.path])
+    stamps = _path_stamps()
+    path = _cache_file(key)
+    if use_cache:
+        try:
+            cached = json.loads(path.read_text(encoding="utf-8"))
+            if cached.get("key") == key and cached.get("stamps") == stamps:
+                return list(cached["records"])
+        except (OSError, ValueError, AttributeError, KeyError):
+            pass
+    from importlib.metadata import entry_points
+
+    records = [
+        {
+            "name": ep.name,
+            "value": ep.value,
+            "dist": ep.dist.name if ep.dist is not None else None,
+            "version": ep.dist.version if ep.dist is not None else None,
+        }
+        for ep in entry_points(group=ENTRY_POINT_GROUP)
+    ]
+    if use_cache:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"key": key, "stamps": stamps, "records": records}), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:  # a read-only home is fine: no cache
+            pass
+    return records
+
+
+def _load_object(value: str) -> Any:
+    module, _, attr = value.partition(":")
+    obj: Any = importlib.import_module(module.strip())
+    for part in filter(None, attr.strip().split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
 def load_entry_point_plugins() -> list[PluginInfo]:
     """Import the plugins of the entry-point group ``smoke`` (once per process
     and ``SMOKE_LOAD_PLUGINS`` value). Broken plugins come back with ``error`` set."""
@@ -60,26 +136,25 @@ def load_entry_point_plugins() -> list[PluginInfo]:
     cached = _loaded.get(key)
     if cached is not None:
         return cached
-    from importlib.metadata import entry_points
-
     allowed = _allowed()
+    if allowed is not None and not allowed:
+        _loaded[key] = []
+        return []
     infos: list[PluginInfo] = []
     seen: set[str] = set()
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        dist = ep.dist.name if ep.dist is not None else None
-        if allowed is not None and ep.name not in allowed and (dist not in allowed):
+    for rec in _entry_point_records():
+        name, dist = rec["name"], rec["dist"]
+        if allowed is not None and name not in allowed and (dist not in allowed):
             continue
-        if ep.name in seen:  # the same distribution found twice on sys.path
+        if name in seen:  # the same distribution found twice on sys.path
             continue
-        seen.add(ep.name)
-        info = PluginInfo(
-            name=ep.name, distribution=dist, version=ep.dist.version if ep.dist is not None else None, module=ep.value
-        )
+        seen.add(name)
+        info = PluginInfo(name=name, distribution=dist, version=rec["version"], module=rec["value"])
         try:
-            info.plugin = ep.load()
+            info.plugin = _load_object(rec["value"])
         except Exception as exc:  # a broken plugin never takes the others down
             info.error = f"{type(exc).__name__}: {exc}"
-            log.warning("smoke: plugin %r (%s) failed to load and is skipped: %s", ep.name, dist, info.error)
+            _log().warning("smoke: plugin %r (%s) failed to load and is skipped: %s", name, dist, info.error)
         infos.append(info)
     _loaded[key] = infos
     return infos

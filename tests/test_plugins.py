@@ -230,3 +230,20 @@ def test_plugin_module_import_is_cheap():
         """
     )
     assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
+
+
+def test_entry_point_cache_sees_a_newly_installed_plugin(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    env = {"PYTHONPATH": str(site), "SMOKE_CACHE_DIR": str(tmp_path / "cache")}
+    proc = smoke_cli("plugins", "--json", env_extra=env)
+    assert "late_plugin" not in proc.stdout
+    assert list((tmp_path / "cache").glob("entry-points-*.json")), "the scan was not cached"
+    _fake_dist(site, "smoke-late", "late_plugin", "smoke_late_mod",
+               "from smoke_core import hookimpl\n\n@hookimpl\ndef register_commands(cli):\n    pass\n")
+    proc = smoke_cli("plugins", "--json", env_extra=env)
+    rows = {r["name"]: r for r in json.loads(proc.stdout)}
+    assert rows["late_plugin"]["hooks"] == ["register_commands"]
+    # and with the cache turned off the result is the same
+    proc = smoke_cli("plugins", "--json", env_extra={**env, "SMOKE_NO_PLUGIN_CACHE": "1"})
+    assert "late_plugin" in proc.stdout

@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING, Any
 
 from smoke_core import hookimpl
 
-from ._loader import (
-    Skill,
-    SkillParseError,
-    default_skill_dirs,
-    discover_skills,
-    load_skills_from_dirs,
-    parse_skill_file,
-)
-
 if TYPE_CHECKING:
     import click
 
     from smoke_core import AgentOptions
+
+    from ._loader import (
+        Skill,
+        SkillParseError,
+        default_skill_dirs,
+        discover_skills,
+        load_skills_from_dirs,
+        parse_skill_file,
+    )
 
 __all__ = [
     "Skill",
@@ -37,8 +37,18 @@ __all__ = [
 ]
 
 
+def __getattr__(name: str) -> Any:
+    # The public helpers load on first use: `smoke --help` imports this module.
+    if name in __all__:
+        from . import _loader
+
+        return getattr(_loader, name)
+    raise AttributeError(f"module 'smoke_skills' has no attribute {name!r}")
+
+
 @hookimpl
 def register_tools(register: Any, options: AgentOptions) -> None:
+    from ._loader import discover_skills
     from ._tools import GROUP, build_tools
 
     skills = discover_skills(
