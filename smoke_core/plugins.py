@@ -26,7 +26,6 @@ from . import hookspecs
 from ._markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl
 
 
-
 def _log() -> Any:
     import logging  # not at import time: `smoke --help` never logs
 

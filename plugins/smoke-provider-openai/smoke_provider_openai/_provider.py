@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from smoke_core.errors import AgentError
+from smoke_core.http_errors import http_error, in_band_error, transport_error
 from smoke_core.providers import ApiKey, ModelRequest, ProviderEvent, resolve_api_key
 
-from smoke_core.http_errors import http_error, in_band_error, transport_error
 from ._wire import StreamAssembler, build_body, events_from_completion
 
 if TYPE_CHECKING:
