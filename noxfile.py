@@ -69,8 +69,10 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("-q", "ruff")
+    """ruff over everything, mypy over core."""
+    session.install("-q", ".", "ruff", "mypy", "types-PyYAML")
     session.run("ruff", "check", "smoke_core", "plugins", "tests")
+    session.run("mypy", "smoke_core")
 
 
 @nox.session

@@ -26,7 +26,7 @@ def plugins_impl(as_json: bool) -> None:
     from .plugins import plugin_report
 
     infos = plugin_report()
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": i.name,
             "distribution": i.distribution,
@@ -61,7 +61,7 @@ def tools_impl(workspace: str, as_json: bool) -> None:
 
     agent = create_agent(workspace, provider=_NoProvider())
     tools = sorted(agent.tools.values(), key=lambda t: (t.group or "~", t.name))
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": t.name,
             "group": t.group,

@@ -209,13 +209,21 @@ async def _in_daemon_thread(fn: Any, *args: Any) -> Any:
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
 
+    def deliver(result: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
     def target() -> None:
         try:
             result = fn(*args)
         except BaseException as exc:  # handed to the waiting coroutine
-            loop.call_soon_threadsafe(lambda err=exc: future.done() or future.set_exception(err))
+            loop.call_soon_threadsafe(deliver, None, exc)
         else:
-            loop.call_soon_threadsafe(lambda: future.done() or future.set_result(result))
+            loop.call_soon_threadsafe(deliver, result, None)
 
     threading.Thread(target=target, daemon=True, name="smoke-prompt").start()
     return await future
@@ -369,7 +377,7 @@ def run_impl(task: str, workspace: str, provider: str | None, model: str | None,
         found = detect_provider(registry.specs())
         if found is None:
             keyed = [s for s in registry.specs() if s.env_var]
-            names = ", ".join(sorted({s.env_var for s in keyed})) or "none (pip install smoke-provider-openai smoke-provider-anthropic)"
+            names = ", ".join(sorted({s.env_var for s in keyed if s.env_var})) or "none (pip install smoke-provider-openai smoke-provider-anthropic)"
             click.echo(
                 "smoke: no model provider is configured.\n"
                 f"  Set an API key in the environment (one of: {names}),\n"

@@ -236,7 +236,7 @@ class Agent:
         if running is loop:
             fut.set_result(value)
         else:
-            loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(value))
+            loop.call_soon_threadsafe(_set_if_pending, fut, value)
 
     async def _wait_answer(self, tool_call_id: str, handle: RunHandle) -> str:
         if tool_call_id in self._early:
@@ -468,6 +468,11 @@ def _resolve_provider(
         raise
     except TypeError as exc:
         raise ValueError(f"provider {name!r} could not be created: {exc}") from exc
+
+
+def _set_if_pending(fut: asyncio.Future[str], value: str) -> None:
+    if not fut.done():
+        fut.set_result(value)
 
 
 def repair_history(messages: list[Message]) -> list[Message]:

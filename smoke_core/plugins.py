@@ -160,7 +160,7 @@ def load_entry_point_plugins() -> list[PluginInfo]:
 
 
 def _builtin_plugins() -> list[PluginInfo]:
-    out = []
+    out: list[PluginInfo] = []
     for modname in BUILTIN_PLUGINS:
         from . import __version__
 
@@ -232,7 +232,7 @@ class SmokePluginManager(pluggy.PluginManager):
         self.infos.append(info)
 
     def _impls_of(self, plugin: object) -> list[Any]:
-        out = []
+        out: list[Any] = []
         for hc in self.get_hookcallers(plugin) or []:
             out.extend(i for i in hc.get_hookimpls() if i.plugin is plugin)
         return out

@@ -245,8 +245,7 @@ def classify_http_status(
     if status in (408, 409, 529) or 500 <= status < 600:
         if retry_after is not None:
             info_details["retry_after"] = retry_after
-        code = "provider_unavailable"
-        return AgentError.from_code(code, f"{provider} is unavailable (HTTP {status}): {message}", details=info_details)
+        return AgentError.from_code("provider_unavailable", f"{provider} is unavailable (HTTP {status}): {message}", details=info_details)
     return AgentError.from_code(
         "provider_error", f"{provider} rejected the request (HTTP {status}): {message}", details=info_details
     )

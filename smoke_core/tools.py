@@ -306,7 +306,9 @@ def tool(
             description=description or doc or func.__name__,
             input_schema=schema,
             annotations=ToolAnnotations(read_only_hint=read_only),
-            presentation=presentation if presentation is not None else ToolPresentation(),
+            presentation=ToolPresentation.model_validate(presentation or {})
+            if not isinstance(presentation, ToolPresentation)
+            else presentation,
             execute=execute,
             group=group,
         )
