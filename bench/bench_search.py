@@ -1,7 +1,7 @@
 """Benchmark 3 — search.
 
 The ``grep`` tool of smoke-tools-search (its ``execute`` with a real
-``ToolContext``: argument checks, rg ``--json`` run, parsing, formatting)
+``ToolContext``: argument checks, the rg run, parsing, formatting)
 against raw ``rg`` (``rg --line-number --no-heading PATTERN``, default
 settings) on the same queries over the running interpreter's standard library
 (``sysconfig.get_paths()["stdlib"]``).
@@ -10,7 +10,7 @@ That folder also holds ``site-packages`` (~1 GB here, and different on every
 machine), so the tree searched is a hard-linked (or copied) mirror of the
 stdlib without ``site-packages`` and ``__pycache__``, built once in a
 temporary folder; both sides search exactly that tree. A third row runs rg
-with the tool's own flags (``--json --sort path`` and its skip globs) to
+with the tool's own flags (plain ``--null`` output, ``--sort path`` and its skip globs) to
 show how much of the gap is rg's sorted, single-threaded mode.
 
     python bench/bench_search.py [--runs 7]
@@ -95,7 +95,8 @@ def main() -> None:
         for q in QUERIES:
             pattern = q["pattern"]
             raw_argv = [rg, "--line-number", "--no-heading", "--regexp", pattern, "."]
-            flags_argv = [rg, "--json", *tool_flags, "--case-sensitive", "--regexp", pattern, "."]
+            flags_argv = [rg, "--no-heading", "--with-filename", "--line-number", "--null", "--color", "never",
+                          "--no-context-separator", *tool_flags, "--case-sensitive", "--regexp", pattern, "."]
 
             def run_raw(argv: list[str] = raw_argv) -> float:
                 t0 = time.perf_counter()

@@ -215,7 +215,7 @@ def sec_search(se: dict[str, Any]) -> str:
            _table(["pattern", "matches", "files", "raw rg ms", "rg with the tool's flags ms", "grep tool ms",
                    "tool ÷ raw rg"], rows),
            "\nRaw rg is `rg --line-number --no-heading --regexp PATTERN .` (default settings: parallel "
-           "walk, unsorted). \"rg with the tool's flags\" is what the tool runs (`--json --sort path`, its skip "
+           "walk, unsorted). \"rg with the tool's flags\" is what the tool runs (`--null --sort path`, its skip "
            "globs, `--hidden`…): `--sort path` makes rg single-threaded, so part of the gap is the price of the "
            "sorted, deterministic output the tool promises."]
     return "\n".join(out)

@@ -5,8 +5,6 @@ the formatting in ``_tools`` is shared and their outputs are identical."""
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 import os
 import re
 import shutil
@@ -25,6 +23,7 @@ ENGINE: str | None = None
 #: Matching lines collected at most per search; beyond it the count is "at least".
 HARD_CAP = 20_000
 _STREAM_LIMIT = 64 * 1024 * 1024
+_READ_CHUNK = 1024 * 1024
 
 
 @dataclass
@@ -93,9 +92,10 @@ def _rg_common(cwd: Path, start: str) -> list[str]:
 
 
 async def _run_rg(
-    argv: list[str], cwd: Path, on_line: Callable[[bytes], bool], cancelled: asyncio.Event | None
+    argv: list[str], cwd: Path, on_chunk: Callable[[bytes], bool], cancelled: asyncio.Event | None
 ) -> tuple[int, str]:
-    """Run rg, feeding stdout lines to ``on_line`` until it returns False.
+    """Run rg, feeding raw stdout chunks to ``on_chunk`` until it returns False
+    (rg is then killed); an empty chunk marks the end of the output.
     Returns (exit code, stderr). The process is always reaped."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RIPGREP_")}
     proc = await asyncio.create_subprocess_exec(
@@ -110,11 +110,11 @@ async def _run_rg(
             if cancelled is not None and cancelled.is_set():
                 stopped = True
                 break
-            line = await proc.stdout.readline()
-            if not line:
-                break
-            if not on_line(line):
+            chunk = await proc.stdout.read(_READ_CHUNK)
+            if not on_chunk(chunk):
                 stopped = True
+                break
+            if not chunk:
                 break
     finally:
         if proc.returncode is None and stopped:
@@ -131,27 +131,58 @@ async def _run_rg(
     return (0 if stopped else code), stderr.decode("utf-8", "replace")
 
 
-def _rg_text(obj: dict[str, str]) -> str:
-    if "text" in obj:
-        return obj["text"]
-    return display_name(base64.b64decode(obj.get("bytes", "")))
-
-
 async def rg_files(rg: str, cwd: Path, start: str, cancelled: asyncio.Event | None = None) -> list[str]:
     argv = [rg, "--files", "--null", *_rg_common(cwd, start)]
     if start:
         argv += ["--", start]
     chunks: list[bytes] = []
 
-    def take(line: bytes) -> bool:
-        chunks.append(line)
+    def take(chunk: bytes) -> bool:
+        chunks.append(chunk)
         return True
 
     code, err = await _run_rg(argv, cwd, take, cancelled)
-    if code == 2 and not chunks:
-        raise ToolError(f"rg failed: {err.strip() or 'exit status 2'}")
     data = b"".join(chunks)
+    if code == 2 and not data:
+        raise ToolError(f"rg failed: {err.strip() or 'exit status 2'}")
     return [display_name(p) for p in data.split(b"\0") if p]
+
+
+#: One record of ``rg --no-heading --with-filename --line-number --null``:
+#: PATH NUL LINE-NUMBER (':' match | '-' context) TEXT NEWLINE.
+_RG_LINE = re.compile(r"([^\0]*)\0([0-9]+)([:-])([^\n]*)\n")
+#: The same on bytes, or the notice (no NUL) rg prints when it meets binary
+#: data after a match; for output the fast path cannot take.
+_RG_RECORD = re.compile(
+    rb'(?P<warn>[^\0]*?: WARNING: stopped searching binary file after match \(found "\\0" byte around offset \d+\)\n)'
+    rb"|(?P<path>[^\0]*)\0(?P<num>[0-9]+)(?P<sep>[:-])(?P<text>[^\n]*)\n"
+)
+
+
+def _rg_records(buf: bytes, final: bool) -> tuple[list[tuple[str, str, str, str]], int]:
+    """Parse the complete records at the head of ``buf``: ([(path, number,
+    separator, text)], bytes used). Decoding the whole block at once equals
+    decoding each field, as every field ends at an ASCII byte."""
+    end = len(buf) if final else buf.rfind(b"\n") + 1
+    block = buf[:end]
+    records = _RG_LINE.findall(block.decode("utf-8", "replace"))
+    if len(records) == block.count(b"\n"):
+        return records, end  # one record per line: no newline in a path, no notice
+    out: list[tuple[str, str, str, str]] = []
+    pos = 0
+    while pos < end:
+        m = _RG_RECORD.match(buf, pos, end)
+        if m is None:
+            if not final:
+                break  # a record cut short (its path holds a newline): wait for more
+            nl = buf.find(b"\n", pos)  # unknown output at the very end: skip a line
+            pos = end if nl < 0 else nl + 1
+            continue
+        pos = m.end()
+        if m.group("path") is not None:
+            path, num, sep, text = (g.decode("utf-8", "replace") for g in m.group("path", "num", "sep", "text"))
+            out.append((path, num, sep, text))
+    return out, pos
 
 
 async def rg_grep(
@@ -166,7 +197,14 @@ async def rg_grep(
     include_glob: str | None,
     cancelled: asyncio.Event | None = None,
 ) -> GrepOutcome:
-    argv = [rg, "--json", *_rg_common(cwd, start)]
+    argv = [
+        rg, "--no-heading", "--with-filename", "--line-number", "--null", "--color", "never",
+        "--no-context-separator", *_rg_common(cwd, start),
+    ]
+    if start and (cwd / start).is_file():
+        # a file named explicitly: print its matching lines as they are, not
+        # rg's "binary file matches" notice (grep_tool checked its head for NUL)
+        argv.append("--text")
     if case_insensitive:
         argv.append("--ignore-case")
     else:
@@ -180,33 +218,35 @@ async def rg_grep(
         argv += ["--", start]
     files: list[FileHits] = []
     current: FileHits | None = None
+    current_raw: str | None = None
+    last = 0  # the line number before, in the current file
     count = 0
     capped = False
+    pending = b""
 
-    def take(line: bytes) -> bool:
-        nonlocal current, count, capped
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            return True
-        kind = msg.get("type")
-        data = msg.get("data") or {}
-        if kind == "begin":
-            path = _rg_text(data.get("path") or {})
-            path = path[2:] if path.startswith("./") else path
-            current = FileHits(path) if include is None or include(path) else None
-            if current is not None:
-                files.append(current)
-        elif kind in ("match", "context") and current is not None:
-            n = int(data.get("line_number") or 0)
-            current.lines[n] = _line_text(_rg_text(data.get("lines") or {}))
-            if kind == "match":
+    def take(chunk: bytes) -> bool:
+        nonlocal current, current_raw, last, count, capped, pending
+        buf = pending + chunk if pending else chunk
+        records, used = _rg_records(buf, not chunk)
+        pending = buf[used:]
+        for raw, num, sep, text in records:
+            n = int(num)
+            if raw != current_raw or n <= last:  # (two names may show alike)
+                current_raw = raw
+                path = raw[2:] if raw.startswith("./") else raw
+                current = FileHits(path) if include is None or include(path) else None
+                if current is not None:
+                    files.append(current)
+            last = n
+            if current is None:
+                continue
+            if sep == ":":
                 if count >= HARD_CAP:
                     capped = True
-                    current.lines.pop(n, None)
                     return False
                 current.matches.append(n)
                 count += 1
+            current.lines[n] = text[:-1] if text.endswith("\r") else text
         return True
 
     code, err = await _run_rg(argv, cwd, take, cancelled)
