@@ -312,3 +312,24 @@ async def test_agent_loop_uses_search_tools(tmp_path: Path):
     texts = [json.dumps(b) for b in blocks]
     assert "src/app.py" in texts[0] and "src/app.py:3:def main():" in texts[1]
     assert {t["name"] for t in provider.requests[0].tools} >= {"glob", "grep"}
+
+
+async def test_unsorted_rg_run_is_put_in_the_walkers_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """rg runs multi-threaded and unsorted; the files must still come out in
+    the order of the Python walker (depth first, names by bytes)."""
+    assert _engines.find_rg() is not None
+    ws = tmp_path / "order"
+    names = ["a/x.txt", "a-b/x.txt", "a.b/x.txt", "a_b/x.txt", "A/x.txt", "ab.txt", "a0/x.txt",
+             "z/y/x.txt", "z-y/x.txt", "Z.txt", "é/x.txt", "a/b/c/d.txt"]
+    for i in range(40):  # enough files that rg's threads finish out of order
+        names.append(f"bulk/f{i:03d}/n{(i * 7) % 40}.txt")
+    for name in names:
+        path = ws / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("find me\n" * 3)
+    outputs = {}
+    for engine in ENGINES:
+        monkeypatch.setenv("SMOKE_SEARCH_ENGINE", engine)
+        outputs[engine] = (await run(ws, "grep", pattern="find me", limit=1000)).text_content()
+    assert outputs["rg"] == outputs["python"]
+    assert outputs["rg"].index("a/x.txt") < outputs["rg"].index("a-b/x.txt")  # component order, not string order
