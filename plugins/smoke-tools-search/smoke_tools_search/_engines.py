@@ -204,7 +204,7 @@ async def rg_grep(
     cancelled: asyncio.Event | None = None,
 ) -> GrepOutcome:
     """rg runs unsorted first (``--sort path`` makes it single-threaded, about
-    1.6× slower) and the files are put in path order here; rg prints each
+    1.6 times slower) and the files are put in path order here; rg prints each
     file's lines together, so only the order of files changes. If the match
     cap is hit, which matches are kept would depend on thread timing, so the
     search is run again sorted."""
