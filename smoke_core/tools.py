@@ -106,11 +106,16 @@ class ToolResult(BaseModel):
 
     @classmethod
     def text(cls, text: str, *, is_error: bool = False, data: dict[str, Any] | None = None) -> ToolResult:
-        return cls(content=[{"type": "text", "text": text}], is_error=is_error, data=data)
+        if type(text) is not str:
+            text = str(text)
+        # built on every tool call: the fields are known to be right, skip validation
+        return cls.model_construct(
+            content=[{"type": "text", "text": text}], is_error=bool(is_error), data=data, presentation=None
+        )
 
     @classmethod
     def error(cls, text: str, *, data: dict[str, Any] | None = None) -> ToolResult:
-        return cls(content=[{"type": "text", "text": text}], is_error=True, data=data)
+        return cls.text(text, is_error=True, data=data)
 
     @classmethod
     def image(cls, data: str, mime_type: str, *, caption: str | None = None) -> ToolResult:
@@ -149,6 +154,7 @@ class ToolDefinition(BaseModel):
     blocking: bool | None = None
 
     _validator: Any = PrivateAttr(default=None)
+    _fast_check: Any = PrivateAttr(default=None)
     _is_async: bool = PrivateAttr(default=False)
 
     @model_validator(mode="before")
@@ -168,6 +174,7 @@ class ToolDefinition(BaseModel):
 
     def model_post_init(self, __context: Any) -> None:
         self._is_async = inspect.iscoroutinefunction(self.execute)
+        self._fast_check = _compile_fast_check(self.input_schema)
         if self.blocking is None:
             self.blocking = not self._is_async
 
@@ -179,6 +186,9 @@ class ToolDefinition(BaseModel):
         """Return None when ``arguments`` match the schema, else a message naming the bad field."""
         if not isinstance(arguments, dict):
             return f"arguments must be a JSON object, got {type(arguments).__name__}"
+        fast = self._fast_check
+        if fast is not None and fast(arguments):
+            return None  # the fast check only ever accepts what jsonschema accepts
         validator = self._validator
         if validator is None:
             import jsonschema  # heavy: imported on first validation, not at start-up
@@ -206,6 +216,63 @@ class ToolDefinition(BaseModel):
         if data.get("label") is None:
             data["label"] = self.annotations.title or self.name
         return data
+
+
+_FAST_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: type(v) is str,
+    "integer": lambda v: type(v) is int,
+    "number": lambda v: type(v) is int or type(v) is float,
+    "boolean": lambda v: type(v) is bool,
+    "object": lambda v: type(v) is dict,
+    "array": lambda v: type(v) is list,
+}
+_FAST_TOP_KEYS = frozenset({"type", "properties", "required", "additionalProperties", "description", "title"})
+_FAST_PROP_KEYS = frozenset({"type", "description", "title", "default", "examples"})
+
+
+def _compile_fast_check(schema: dict[str, Any]) -> Callable[[dict[str, Any]], bool] | None:
+    """A quick acceptance test for flat object schemas (typed properties,
+    ``required``, boolean ``additionalProperties``) — most tool schemas.
+
+    It says True only when jsonschema would accept too; False (or a schema
+    outside that subset, which gets no fast check) goes to jsonschema, which
+    decides and words the error. Validation runs on every tool call, and
+    jsonschema costs ~9 µs even for an empty schema.
+    """
+    if not isinstance(schema, dict) or set(schema) - _FAST_TOP_KEYS or schema.get("type", "object") != "object":
+        return None
+    props = schema.get("properties", {})
+    required = schema.get("required", [])
+    additional = schema.get("additionalProperties", True)
+    if not isinstance(props, dict) or not isinstance(required, list) or not isinstance(additional, bool):
+        return None
+    checks: dict[str, Callable[[Any], bool] | None] = {}
+    for name, prop in props.items():
+        if not isinstance(prop, dict) or set(prop) - _FAST_PROP_KEYS:
+            return None
+        kind = prop.get("type")
+        if kind is None:
+            checks[name] = None
+        elif isinstance(kind, str) and kind in _FAST_TYPE_CHECKS:
+            checks[name] = _FAST_TYPE_CHECKS[kind]
+        else:
+            return None
+    required_names = tuple(required)
+
+    def check(arguments: dict[str, Any]) -> bool:
+        for name in required_names:
+            if name not in arguments:
+                return False
+        for key, value in arguments.items():
+            if key in checks:
+                test = checks[key]
+                if test is not None and not test(value):
+                    return False
+            elif not additional:
+                return False
+        return True
+
+    return check
 
 
 def _best_error(validator: Any, arguments: Any) -> Any:

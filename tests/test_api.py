@@ -92,3 +92,34 @@ def test_retry_after_parsing():
                          (500, "provider_unavailable"), (529, "provider_unavailable"), (400, "provider_error"),
                          (403, "provider_auth")]:
         assert classify_http_status(status, "m", provider="p").info.code == code
+
+
+def test_fast_validation_never_accepts_what_jsonschema_rejects():
+    """The fast path for flat schemas must agree with jsonschema whenever it says "valid"."""
+    import itertools
+
+    import jsonschema
+
+    from smoke_core import ToolDefinition
+
+    schemas = [
+        {"type": "object", "properties": {}},
+        {"type": "object", "properties": {"a": {"type": "string"}, "n": {"type": "integer", "default": 1}},
+         "required": ["a"], "additionalProperties": False},
+        {"type": "object", "properties": {"x": {"type": "number"}, "f": {"type": "boolean"}, "l": {"type": "array"},
+                                          "o": {"type": "object"}, "any": {"description": "anything"}}},
+        {"type": "object", "properties": {"e": {"type": "string", "enum": ["a"]}}},           # no fast path
+        {"type": "object", "properties": {"s": {"type": "string", "minLength": 2}}},          # no fast path
+    ]
+    values = [None, True, False, 0, 1, -3, 1.0, 2.5, float("inf"), "", "ab", [], [1], {}, {"k": 1}]
+    keys = ["a", "n", "x", "f", "l", "o", "any", "e", "s", "zzz"]
+    for schema in schemas:
+        tool = ToolDefinition(name="t", description="d", input_schema=schema, execute=lambda i, c: "")
+        validator = jsonschema.Draft202012Validator(schema)
+        for k1, k2 in itertools.combinations(keys, 2):
+            for v1 in values:
+                for v2 in values[::3]:
+                    args = {k1: v1, k2: v2}
+                    assert (tool.validate_input(args) is None) == validator.is_valid(args), (schema, args)
+        assert (tool.validate_input({}) is None) == validator.is_valid({})
+    assert ToolDefinition(name="t", description="d", input_schema=schemas[3], execute=lambda i, c: "")._fast_check is None
