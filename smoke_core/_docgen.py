@@ -107,20 +107,14 @@ events and `ToolResult.data` keys.
 
 def render_tools() -> str:
     import importlib
-
-    from .agent import create_agent
-
-    class _Stub:
-        name = model = "stub"
-
-        async def stream(self, request):  # pragma: no cover - never called
-            yield None
-
     import tempfile
+
+    from ._cli_core import _NoProvider
+    from .agent import create_agent
 
     plugins = [importlib.import_module(m) for m in FIRST_PARTY_TOOL_PLUGINS]
     with tempfile.TemporaryDirectory() as tmp:
-        agent = create_agent(tmp, provider=_Stub(), autoload_plugins=False, plugins=plugins,
+        agent = create_agent(tmp, provider=_NoProvider(), autoload_plugins=False, plugins=plugins,
                              skills_dir=[])
         tools = sorted(agent.tools.values(), key=lambda t: (t.group or "", t.name))
     out = [TOOLS_HEADER]

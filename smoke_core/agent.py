@@ -284,12 +284,6 @@ class Agent:
 
 # ---------------------------------------------------------------- factory
 
-_CORE_KWARGS = {
-    "workspace_path", "provider", "model", "api_key", "base_url", "tools", "hooks", "plugins",
-    "permission", "auto_approve", "system_prompt", "session_id", "store", "user_id", "max_steps",
-}
-
-
 def create_agent(
     workspace_path: str | os.PathLike[str] = ".",
     *,
@@ -345,8 +339,6 @@ def create_agent(
         extra=dict(plugin_options),
     )
     pm = create_plugin_manager(list(plugins or []), hooks, autoload=autoload_plugins)
-    gate_check = PermissionGate(permission, auto_approve=auto_approve)  # validates the mode early
-    del gate_check
 
     # providers
     providers = ProviderRegistry()

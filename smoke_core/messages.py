@@ -63,11 +63,3 @@ class Message(TypedDict):
 
 def user_message(text: str) -> Message:
     return {"role": "user", "content": [{"type": "text", "text": text}]}
-
-
-def message_text(message: Message) -> str:
-    return "".join(b.get("text", "") for b in message["content"] if b.get("type") == "text")
-
-
-def tool_calls_of(message: Message) -> list[dict[str, Any]]:
-    return [b for b in message["content"] if b.get("type") == "tool_call"]

@@ -185,20 +185,17 @@ def hooks_plugin(hooks: dict[str, Callable[..., Any]], name: str = "hooks") -> o
             raise ValueError(f"hooks={{{hook_name!r}: ...}}: no such hook; known hooks: {', '.join(sorted(known))}")
         if not callable(fn):
             raise TypeError(f"hooks[{hook_name!r}] must be callable, got {type(fn).__name__}")
-        setattr(ns, hook_name, hookimpl(specname=hook_name)(_copy_fn(fn)))
+        setattr(ns, hook_name, hookimpl(specname=hook_name)(_trampoline(fn)))
     ns.__name__ = name  # type: ignore[attr-defined]
     return ns
 
 
-def _copy_fn(fn: Callable[..., Any]) -> Callable[..., Any]:
-    # hookimpl marks the function object; a shared function or bound method
-    # must not be marked globally, so a generated trampoline is marked instead.
+def _trampoline(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A generated function with exactly ``fn``'s parameter names (pluggy
+    matches by name), marked instead of ``fn`` so a shared function or bound
+    method is never marked globally."""
     sig = inspect.signature(fn)
     names = [p.name for p in sig.parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    return _function_with_args(fn, names)
-
-
-def _function_with_args(fn: Callable[..., Any], names: list[str]) -> Callable[..., Any]:
     args = ", ".join(names)
     call = ", ".join(f"{n}={n}" for n in names)
     ns: dict[str, Any] = {"_fn": fn}

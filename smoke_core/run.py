@@ -42,9 +42,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("smoke")
 
-_TERMINAL = {"run.completed", "run.failed", "run.interrupted"}
-
-
 @dataclass
 class RunResult:
     """How a run ended. ``text`` is the final answer (or ``finish_task``'s summary)."""

@@ -451,11 +451,6 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return list(self._tools)
 
-    def groups(self) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        for t in self._tools.values():
-            out.setdefault(t.group or "other", []).append(t.name)
-        return out
 
 
 def _group_of(name: str) -> str | None:
