@@ -353,59 +353,29 @@ def run_impl(task: str, workspace: str, provider: str | None, model: str | None,
                 session: str | None, yes: bool, as_json: bool, max_steps: int | None) -> None:
     """Run TASK with a model in the workspace."""
     from .agent import create_agent, new_session_id
-    from .config import ConfigError, detect_provider, load_config
-    from .plugins import call_impl, create_plugin_manager
-    from .providers import ProviderRegistry
+    from .config import ConfigError, NoProviderError, resolve_agent_settings
 
     ws = Path(workspace).resolve()
     try:
-        config = load_config(ws)
+        settings = resolve_agent_settings(ws, provider=provider, model=model, base_url=base_url)
+    except NoProviderError as exc:
+        click.echo(f"smoke: {exc}\n  To try Smoke without a key, run: smoke demo", err=True)
+        sys.exit(EXIT_USAGE)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
-    provider = provider or config.get("provider")
-    model = model or config.get("model")
-    base_url = base_url or config.get("base_url")
-    chosen_note = None
-    if provider is None and not (model and ":" in model):
-        pm = create_plugin_manager()
-        registry = ProviderRegistry()
-        for impl in pm.impls("register_providers"):
-            try:
-                call_impl(impl, {"register": lambda name, factory, **kw: registry.register(name, factory, **kw)})
-            except Exception:
-                continue
-        found = detect_provider(registry.specs())
-        if found is None:
-            keyed = [s for s in registry.specs() if s.env_var]
-            names = ", ".join(sorted({s.env_var for s in keyed if s.env_var})) or "none (pip install smoke-provider-openai smoke-provider-anthropic)"
-            click.echo(
-                "smoke: no model provider is configured.\n"
-                f"  Set an API key in the environment (one of: {names}),\n"
-                "  or pass --provider/--model, or write provider/model in .smoke/config.yaml.\n"
-                "  To try Smoke without a key, run: smoke demo",
-                err=True,
-            )
-            sys.exit(EXIT_USAGE)
-        provider, env_var = found
-        chosen_note = f"using provider {provider} (found {env_var})"
-    options: dict[str, Any] = {}
-    for key in ("mcp_servers", "skills_dir"):
-        if key in config:
-            options[key] = config[key]
+    options = dict(settings.options)
+    options["auto_approve"] = yes or bool(options.get("auto_approve", False))
+    options["max_steps"] = max_steps or int(options.get("max_steps", 50))
     store = _open_store(ws)
     try:
         agent = create_agent(
-            ws, provider=provider, model=model, base_url=base_url, store=store,
-            session_id=session or new_session_id(),
-            permission=config.get("permission", "ask-default"),
-            auto_approve=yes or bool(config.get("auto_approve", False)),
-            max_steps=max_steps or int(config.get("max_steps", 50)),
-            **options,
+            ws, provider=settings.provider, model=settings.model, base_url=settings.base_url, store=store,
+            session_id=session or new_session_id(), **options,
         )
     except (ValueError, TypeError, FileNotFoundError, NotADirectoryError) as exc:
         raise click.UsageError(str(exc)) from None
-    if chosen_note and not as_json:
-        click.echo(f"smoke: {chosen_note}", err=True)
+    if settings.note and not as_json:
+        click.echo(f"smoke: {settings.note}", err=True)
     try:
         code = _run_agent(agent, task, as_json=as_json, approve=_approve_mode(yes, as_json))
     finally:

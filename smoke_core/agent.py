@@ -15,7 +15,7 @@ from .events import Event
 from .messages import Message
 from .options import AgentOptions, Guards
 from .permissions import ANSWERS, PermissionGate
-from .plugins import SmokePluginManager, call_impl, create_plugin_manager
+from .plugins import SmokePluginManager, call_impl, collect_providers, create_plugin_manager
 from .prompts import DEFAULT_SYSTEM_PROMPT
 from .providers import ApiKey, Provider, ProviderRegistry, RetryPolicy
 from .run import RunHandle, RunResult
@@ -340,18 +340,7 @@ def create_agent(
     )
     pm = create_plugin_manager(list(plugins or []), hooks, autoload=autoload_plugins)
 
-    # providers
-    providers = ProviderRegistry()
-    for impl in pm.impls("register_providers"):
-        label = pm.plugin_label(impl)
-
-        def reg(name: str, factory: Callable[..., Any], _label: str = label, **kw: Any) -> None:
-            providers.register(name, factory, source=_label, **kw)
-
-        try:
-            call_impl(impl, {"register": reg})
-        except Exception as exc:
-            log.warning("smoke: register_providers in %s raised %s: %s (skipped)", label, type(exc).__name__, exc)
+    providers = collect_providers(pm)
     provider_obj = _resolve_provider(provider, model, api_key, base_url, user_id, providers, provider_options)
 
     # tools

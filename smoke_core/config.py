@@ -10,6 +10,7 @@ variable.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,64 @@ PROVIDER_PREFERENCE = (
 
 class ConfigError(ValueError):
     pass
+
+
+class NoProviderError(ConfigError):
+    """No provider in the flags or config files, and no provider key in the environment."""
+
+    def __init__(self, key_vars: list[str]) -> None:
+        names = ", ".join(key_vars) or "none installed (pip install smoke-provider-openai smoke-provider-anthropic)"
+        super().__init__(
+            "no model provider is configured.\n"
+            f"  Set an API key in the environment (one of: {names}),\n"
+            "  or pass --provider/--model, or write provider/model in .smoke/config.yaml."
+        )
+        self.key_vars = key_vars
+
+
+#: Config keys passed on to ``create_agent`` as they are.
+AGENT_CONFIG_KEYS = ("permission", "auto_approve", "max_steps", "mcp_servers", "skills_dir")
+
+
+@dataclass
+class AgentSettings:
+    """What ``smoke run`` and ``smoke serve`` pass to ``create_agent``."""
+
+    provider: str | None
+    model: str | None
+    base_url: str | None
+    options: dict[str, Any] = field(default_factory=dict)
+    #: "using provider X (found ENV_VAR)" when the provider came from the environment
+    note: str | None = None
+
+
+def resolve_agent_settings(
+    workspace: str | os.PathLike[str],
+    *,
+    provider: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+) -> AgentSettings:
+    """Flags first, then the config files, then the first provider key found
+    in the environment. Raises :class:`ConfigError` (bad file) or
+    :class:`NoProviderError`."""
+    config = load_config(workspace)
+    settings = AgentSettings(
+        provider=provider or config.get("provider"),
+        model=model or config.get("model"),
+        base_url=base_url or config.get("base_url"),
+        options={k: config[k] for k in AGENT_CONFIG_KEYS if k in config},
+    )
+    if settings.provider is None and not (settings.model and ":" in settings.model):
+        from .plugins import collect_providers, create_plugin_manager
+
+        specs = collect_providers(create_plugin_manager()).specs()
+        found = detect_provider(specs)
+        if found is None:
+            raise NoProviderError(sorted({s.env_var for s in specs if s.env_var}))
+        settings.provider, env_var = found
+        settings.note = f"using provider {settings.provider} (found {env_var})"
+    return settings
 
 
 def user_config_path() -> Path:

@@ -295,6 +295,26 @@ def create_plugin_manager(
     return pm
 
 
+def collect_providers(pm: SmokePluginManager) -> Any:
+    """A :class:`~smoke_core.providers.ProviderRegistry` filled by every
+    ``register_providers`` implementation; a plugin that raises is logged and
+    skipped (its providers are absent)."""
+    from .providers import ProviderRegistry
+
+    registry = ProviderRegistry()
+    for impl in pm.impls("register_providers"):
+        label = pm.plugin_label(impl)
+
+        def register(name: str, factory: Any, _label: str = label, **kw: Any) -> None:
+            registry.register(name, factory, source=_label, **kw)
+
+        try:
+            call_impl(impl, {"register": register})
+        except Exception as exc:
+            _log().warning("smoke: register_providers in %s raised %s: %s (skipped)", label, type(exc).__name__, exc)
+    return registry
+
+
 def plugin_report() -> list[PluginInfo]:
     """Every plugin a default agent would load, with the hooks each implements."""
     return create_plugin_manager().infos

@@ -34,57 +34,24 @@ def provider_factory(workspace: Path, *, provider: str | None, model: str | None
     ``.smoke/config.yaml``, then the first provider whose API key is set (as
     ``smoke run`` does). Returns the factory and a note on the chosen provider."""
     from smoke_core.agent import create_agent
+    from smoke_core.config import ConfigError, NoProviderError, resolve_agent_settings
 
-    config: dict[str, Any] = {}
-    note = None
     try:
-        from smoke_core.config import ConfigError, detect_provider, load_config
-    except ImportError:  # an older core without config files
-        detect_provider = None  # type: ignore[assignment]
-    else:
-        try:
-            config = load_config(workspace)
-        except ConfigError as exc:
-            raise click.UsageError(str(exc)) from None
-    provider = provider or config.get("provider")
-    model = model or config.get("model")
-    base_url = base_url or config.get("base_url")
-    if provider is None and not (model and ":" in model) and detect_provider is not None:
-        found = detect_provider(_provider_specs())
-        if found is not None:
-            provider, env_var = found
-            note = f"using provider {provider} (found {env_var})"
-    if provider is None and not (model and ":" in model):
-        raise click.UsageError(
-            "no model provider is configured: set a provider's API key in the environment, pass "
-            "--provider/--model, or write provider/model in .smoke/config.yaml. "
-            "To try the UI without a key, run: smoke serve --demo"
-        )
-    extra = {key: config[key] for key in ("mcp_servers", "skills_dir") if key in config}
+        settings = resolve_agent_settings(workspace, provider=provider, model=model, base_url=base_url)
+    except NoProviderError as exc:
+        raise click.UsageError(f"{exc}\n  To try the UI without a key, run: smoke serve --demo") from None
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    options = dict(settings.options)
+    options["auto_approve"] = auto_approve or bool(options.get("auto_approve", False))
 
     def factory(*, session_id: str, store: Store) -> Agent:
         return create_agent(
-            workspace, provider=provider, model=model, base_url=base_url, store=store, session_id=session_id,
-            permission=config.get("permission", "ask-default"),
-            auto_approve=auto_approve or bool(config.get("auto_approve", False)),
-            max_steps=int(config.get("max_steps", 50)),
-            **extra,
+            workspace, provider=settings.provider, model=settings.model, base_url=settings.base_url,
+            store=store, session_id=session_id, **options,
         )
 
-    return factory, note
-
-
-def _provider_specs() -> list[Any]:
-    from smoke_core.plugins import call_impl, create_plugin_manager
-    from smoke_core.providers import ProviderRegistry
-
-    registry = ProviderRegistry()
-    for impl in create_plugin_manager().impls("register_providers"):
-        try:
-            call_impl(impl, {"register": lambda name, factory, **kw: registry.register(name, factory, **kw)})
-        except Exception:
-            continue
-    return list(registry.specs())
+    return factory, settings.note
 
 
 @click.command("serve")
