@@ -19,6 +19,7 @@ from .plugins import SmokePluginManager, call_impl, collect_providers, create_pl
 from .prompts import DEFAULT_SYSTEM_PROMPT
 from .providers import ApiKey, Provider, ProviderRegistry, RetryPolicy
 from .run import RunHandle, RunResult
+from .sandbox import SandboxSettings
 from .store import MemoryStore, Store
 from .tools import TOOL_GROUPS, ToolDefinition, ToolRegistry
 from .workspace import Workspace
@@ -308,6 +309,8 @@ def create_agent(
     max_tool_output_chars: int = 30_000,
     autoload_plugins: bool = True,
     provider_options: dict[str, Any] | None = None,
+    sandbox: SandboxSettings | dict[str, Any] | None = None,
+    trust_workspace: bool = True,
     **plugin_options: Any,
 ) -> Agent:
     """Create an :class:`Agent`.
@@ -336,6 +339,8 @@ def create_agent(
         user_id=user_id,
         session_id=session_id,
         max_steps=max_steps,
+        workspace_trusted=bool(trust_workspace),
+        sandbox=SandboxSettings.model_validate(sandbox or {}) if not isinstance(sandbox, SandboxSettings) else sandbox,
         extra=dict(plugin_options),
     )
     pm = create_plugin_manager(list(plugins or []), hooks, autoload=autoload_plugins)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .sandbox import SandboxSettings
 from .workspace import Workspace
 
 
@@ -27,6 +28,11 @@ class AgentOptions:
     user_id: str | None = None
     session_id: str | None = None
     max_steps: int = 50
+    #: False when the workspace's own files (``.smoke/config.yaml``, ``.mcp.json``,
+    #: skills, git config) come from a folder the person has not trusted.
+    workspace_trusted: bool = True
+    #: the effective ``sandbox:`` settings (smoke_core.sandbox.SandboxSettings)
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     #: keyword arguments of ``create_agent`` that core does not use itself
     #: (``mcp_servers``, ``skills_dir``, ...), for plugins to read.
     extra: dict[str, Any] = field(default_factory=dict)

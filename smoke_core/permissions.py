@@ -51,6 +51,11 @@ class PermissionRequest:
     read_only: bool = False
     reason: str | None = None
     scope: str | None = None  # "allow for this run" key: tool name or "mcp:<server>"
+    #: the tool's declared kind (``read``, ``edit``, ``execute``...; see ToolAnnotations)
+    tool_kind: str | None = None
+    #: the value permission rules match (the tool's ``permission_key`` argument), if any
+    permission_value: str | None = None
+    destructive: bool | None = None
 
 
 class PermissionGate:

@@ -35,7 +35,7 @@ from .providers import (
     Usage,
     UsageReport,
 )
-from .tools import COMMAND_TOOLS, FILE_MUTATING_TOOLS, ToolDefinition, ToolResult
+from .tools import ToolDefinition, ToolResult
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -705,6 +705,8 @@ class RunHandle:
         request = PermissionRequest(
             call_id, "tool", name, tool_input, tool.read_only, None,
             scope=f"mcp:{name.split('__', 1)[0]}" if tool.group == "mcp" and "__" in name else name,
+            tool_kind=tool.kind, permission_value=tool.permission_value(tool_input),
+            destructive=tool.annotations.destructive_hint,
         )
         if not await self._permission(request, presentation=self._presentation(tool, name)):
             message = f"permission denied: the call to {name} was not approved"
@@ -797,28 +799,28 @@ class RunHandle:
         return result.model_copy(update={"content": [{"type": "text", "text": text}, *others], "data": data})
 
     def _track(self, name: str, tool: ToolDefinition | None, result: ToolResult) -> None:
-        """Guards and phases, from what a tool call did."""
-        group = tool.group if tool is not None else None
-        if name in FILE_MUTATING_TOOLS:
+        """Guards and phases, from what a tool call did (by its declared kind)."""
+        if tool is None:
+            return
+        kind = tool.kind
+        if kind in ("edit", "delete", "move"):
             if not result.is_error:
                 self._edited = True
                 self._failing_commands = 0
                 self._set_phase("edit")
             return
-        if name in COMMAND_TOOLS or group == "terminal":
+        if kind == "execute":
             data = result.data or {}
             failed = result.is_error or bool(data.get("timed_out")) or data.get("exit_code") not in (None, 0)
             self._failing_commands = self._failing_commands + 1 if failed else 0
             if self._edited:
                 self._set_phase("recover" if failed else "verify")
             return
-        if name == "todo_write":
+        if kind == "think":
             if self.phase in ("understand", "explore"):
                 self._set_phase("plan")
             return
-        if name == "finish_task":
-            return
-        if self.phase == "understand" and tool is not None and tool.read_only:
+        if self.phase == "understand" and kind in ("read", "search", "fetch"):
             self._set_phase("explore")
 
     def _set_phase(self, phase: str) -> None:

@@ -35,6 +35,8 @@ TOOL_GROUPS["core"] = (
     TOOL_GROUPS["filesystem"] + TOOL_GROUPS["search"] + TOOL_GROUPS["terminal"] + TOOL_GROUPS["agent"]
 )
 
+#: Compatibility constants: names of the first-party tools by effect. The loop
+#: grants nothing from them (effects come from each tool's annotations).
 READ_ONLY_TOOLS: frozenset[str] = frozenset(
     {
         "read_file", "list_directory", "glob", "grep", "git_status", "git_diff", "git_log",
@@ -63,15 +65,44 @@ PHASES: tuple[str, ...] = tuple(PHASE_TOOLS)
 # ---------------------------------------------------------------- models
 
 
+#: What a tool does, in the Agent Client Protocol's vocabulary. Phases, guards
+#: and UIs use it; permissions never infer anything from a tool's *name*.
+ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
+TOOL_KINDS: tuple[str, ...] = typing.get_args(ToolKind)
+
+#: MCP's camelCase annotation names and their snake_case fields here.
+_MCP_HINTS = {
+    "readOnlyHint": "read_only_hint",
+    "destructiveHint": "destructive_hint",
+    "idempotentHint": "idempotent_hint",
+    "openWorldHint": "open_world_hint",
+}
+
+
 class ToolAnnotations(BaseModel):
-    """Hints about a tool's behaviour (MCP-compatible names, snake_case)."""
+    """Declared effects of a tool (MCP-compatible, snake_case; MCP's camelCase
+    names are accepted). Only these decide whether a call needs approval: a
+    tool without ``read_only_hint=True`` is treated as mutating and asks."""
 
     model_config = ConfigDict(extra="allow")
 
     title: str | None = None
     read_only_hint: bool = False
     destructive_hint: bool | None = None
+    idempotent_hint: bool | None = None
     open_world_hint: bool | None = None
+    kind: ToolKind | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mcp_names(cls, data: Any) -> Any:
+        if isinstance(data, dict) and any(k in data for k in _MCP_HINTS):
+            data = dict(data)
+            for camel, snake in _MCP_HINTS.items():
+                if camel in data:
+                    value = data.pop(camel)
+                    data.setdefault(snake, value)
+        return data
 
 
 class ToolPresentation(BaseModel):
@@ -152,6 +183,10 @@ class ToolDefinition(BaseModel):
     execute: Callable[..., Any]
     group: str | None = None
     blocking: bool | None = None
+    #: The input field that permission rules match (``write_file(src/**)``
+    #: matches ``path``, ``run_command(pytest *)`` matches ``command``);
+    #: None = rules name the tool only.
+    permission_key: str | None = None
 
     _validator: Any = PrivateAttr(default=None)
     _fast_check: Any = PrivateAttr(default=None)
@@ -165,11 +200,6 @@ class ToolDefinition(BaseModel):
             if isinstance(schema, type) and issubclass(schema, BaseModel):
                 data = dict(data)
                 data["input_schema"] = schema.model_json_schema()
-            ann = data.get("annotations")
-            if isinstance(ann, dict) and "readOnlyHint" in ann:
-                ann = dict(ann)
-                ann["read_only_hint"] = ann.pop("readOnlyHint")
-                data["annotations"] = ann
         return data
 
     def model_post_init(self, __context: Any) -> None:
@@ -180,7 +210,22 @@ class ToolDefinition(BaseModel):
 
     @property
     def read_only(self) -> bool:
-        return self.annotations.read_only_hint or self.name in READ_ONLY_TOOLS
+        """Declared read-only (``annotations.read_only_hint``). Never inferred
+        from the name: a plugin tool called ``todo_write`` without the hint asks."""
+        return self.annotations.read_only_hint
+
+    @property
+    def kind(self) -> str:
+        """The declared kind, else ``"read"`` for read-only tools and ``"other"``."""
+        return self.annotations.kind or ("read" if self.annotations.read_only_hint else "other")
+
+    def permission_value(self, arguments: dict[str, Any]) -> str | None:
+        """The value permission rules match for these arguments, if the tool declares one."""
+        key = self.permission_key
+        if key is None:
+            return None
+        value = arguments.get(key)
+        return value if isinstance(value, str) else None
 
     def validate_input(self, arguments: Any) -> str | None:
         """Return None when ``arguments`` match the schema, else a message naming the bad field."""
@@ -317,6 +362,10 @@ def tool(
     read_only: bool = False,
     presentation: dict[str, Any] | ToolPresentation | None = None,
     group: str | None = None,
+    kind: ToolKind | None = None,
+    destructive: bool | None = None,
+    open_world: bool | None = None,
+    permission_key: str | None = None,
 ) -> Any:
     """Turn a typed function into a :class:`ToolDefinition`.
 
@@ -372,12 +421,15 @@ def tool(
             name=name or func.__name__,
             description=description or doc or func.__name__,
             input_schema=schema,
-            annotations=ToolAnnotations(read_only_hint=read_only),
+            annotations=ToolAnnotations(
+                read_only_hint=read_only, kind=kind, destructive_hint=destructive, open_world_hint=open_world
+            ),
             presentation=ToolPresentation.model_validate(presentation or {})
             if not isinstance(presentation, ToolPresentation)
             else presentation,
             execute=execute,
             group=group,
+            permission_key=permission_key,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -164,12 +164,13 @@ async def test_repeated_error_guard(workspace):
 
 
 async def test_hard_stop_after_failing_commands(workspace):
-    @tool(name="run_command")
+    # effects come from declared kinds, never from the tools' names
+    @tool(name="run_command", kind="execute")
     def run_command(command: str) -> ToolResult:
         """Run."""
         return ToolResult.text("exit code 1", data={"exit_code": 1})
 
-    @tool(name="edit_file")
+    @tool(name="edit_file", kind="edit")
     def edit_file(path: str) -> str:
         """Edit."""
         return "edited"

@@ -163,7 +163,7 @@ def build_tools(skills: list[Skill]) -> list[ToolDefinition]:
                 "List the available skills with their descriptions."
             ),
             input_schema={"type": "object", "properties": {}, "additionalProperties": False},
-            annotations=ToolAnnotations(title="List skills", read_only_hint=True),
+            annotations=ToolAnnotations(title="List skills", read_only_hint=True, kind="read"),
             presentation=ToolPresentation(label="List skills", icon="📚", tone="info", group=GROUP),
             execute=list_skills,
             group=GROUP,
@@ -184,7 +184,8 @@ def build_tools(skills: list[Skill]) -> list[ToolDefinition]:
                 "required": ["skill_id"],
                 "additionalProperties": False,
             },
-            annotations=ToolAnnotations(title="Use skill", read_only_hint=True),
+            annotations=ToolAnnotations(title="Use skill", read_only_hint=True, kind="read"),
+            permission_key="skill_id",
             presentation=ToolPresentation(label="Use skill", icon="🎓", tone="info", group=GROUP),
             execute=use_skill,
             group=GROUP,

@@ -141,7 +141,7 @@ def build_tools() -> list[ToolDefinition]:
                 "required": ["todos"],
                 "additionalProperties": False,
             },
-            annotations=ToolAnnotations(title="Todo list", read_only_hint=True),
+            annotations=ToolAnnotations(title="Todo list", read_only_hint=True, kind="think"),
             presentation=ToolPresentation(label="Todo list", icon="📝", tone="info", group="agent"),
             execute=todo_write,
             blocking=False,
@@ -170,7 +170,7 @@ def build_tools() -> list[ToolDefinition]:
                 "required": ["question"],
                 "additionalProperties": False,
             },
-            annotations=ToolAnnotations(title="Ask the user", read_only_hint=True),
+            annotations=ToolAnnotations(title="Ask the user", read_only_hint=True, kind="other"),
             presentation=ToolPresentation(
                 label="Ask the user", icon="❓", tone="info", group="agent"
             ),
@@ -191,7 +191,7 @@ def build_tools() -> list[ToolDefinition]:
                 "required": ["summary"],
                 "additionalProperties": False,
             },
-            annotations=ToolAnnotations(title="Finish task", read_only_hint=True),
+            annotations=ToolAnnotations(title="Finish task", read_only_hint=True, kind="other"),
             presentation=ToolPresentation(
                 label="Finish task", icon="🏁", tone="success", group="agent"
             ),

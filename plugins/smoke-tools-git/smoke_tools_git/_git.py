@@ -332,6 +332,7 @@ def build_tools() -> list[ToolDefinition]:
         read_only: bool,
         label: str,
         icon: str,
+        permission_key: str | None = None,
     ) -> ToolDefinition:
         schema = {"type": "object", "additionalProperties": False, **schema}
         schema.setdefault("properties", {})
@@ -340,8 +341,10 @@ def build_tools() -> list[ToolDefinition]:
             description=description,
             input_schema=schema,
             annotations=ToolAnnotations(
-                title=label, read_only_hint=read_only, destructive_hint=False if read_only else None
+                title=label, read_only_hint=read_only, destructive_hint=False if read_only else None,
+                kind="read" if read_only else "edit",
             ),
+            permission_key=permission_key,
             presentation=ToolPresentation(
                 label=label, icon=icon, tone="info" if read_only else "warning", group="git"
             ),

@@ -408,7 +408,9 @@ def build_tools() -> list[ToolDefinition]:
                 read_only_hint=False,
                 destructive_hint=True,
                 open_world_hint=True,
+                kind="execute",
             ),
+            permission_key="command",
             presentation=ToolPresentation(
                 label="Run command", icon="💻", tone="warning", group="terminal"
             ),
@@ -420,8 +422,10 @@ def build_tools() -> list[ToolDefinition]:
             description=RUN_TEST_DESCRIPTION,
             input_schema=RUN_TEST_SCHEMA,
             annotations=ToolAnnotations(
-                title="Run tests", read_only_hint=False, destructive_hint=True, open_world_hint=True
+                title="Run tests", read_only_hint=False, destructive_hint=True, open_world_hint=True,
+                kind="execute",
             ),
+            permission_key="command",
             presentation=ToolPresentation(
                 label="Run tests", icon="🧪", tone="warning", group="terminal"
             ),
