@@ -100,6 +100,26 @@ class SQLiteStore:
                 conn.execute("ROLLBACK")
                 raise
 
+    def rename_session(self, session_id: str, title: str) -> bool:
+        """Set a session's title; False when there is no such session."""
+        with self._lock:
+            cur = self._conn.execute("UPDATE sessions SET title = ? WHERE session_id = ?", (title, session_id))
+        return cur.rowcount > 0
+
+    def delete_session(self, session_id: str) -> bool:
+        """Delete a session and its messages in one transaction; False when there was none."""
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+                cur = conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return cur.rowcount > 0
+
     def list_sessions(self) -> list[SessionInfo]:
         with self._lock:
             rows = self._conn.execute(

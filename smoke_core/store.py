@@ -31,6 +31,15 @@ class Store(Protocol):
     def list_sessions(self) -> list[SessionInfo]: ...
 
 
+class ManagedStore(Store, Protocol):
+    """A store that can also rename and delete sessions (both built-in stores can;
+    UIs check with ``isinstance(store, ManagedStore)``)."""
+
+    def rename_session(self, session_id: str, title: str) -> bool: ...
+
+    def delete_session(self, session_id: str) -> bool: ...
+
+
 class MemoryStore:
     """The default store of the library: a dict, lost when the process ends."""
 
@@ -57,3 +66,16 @@ class MemoryStore:
 
     def list_sessions(self) -> list[SessionInfo]:
         return sorted(self._info.values(), key=lambda i: i.updated_at, reverse=True)
+
+    def rename_session(self, session_id: str, title: str) -> bool:
+        """Set a session's title; False when there is no such session."""
+        info = self._info.get(session_id)
+        if info is None:
+            return False
+        info.title = title
+        return True
+
+    def delete_session(self, session_id: str) -> bool:
+        """Forget a session and its messages; False when there was none."""
+        self._messages.pop(session_id, None)
+        return self._info.pop(session_id, None) is not None

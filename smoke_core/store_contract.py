@@ -62,6 +62,20 @@ class StoreContract:
         loaded.append(self._msg("user", "y"))
         assert store.load("s") == [self._msg("user", "x")]
 
+    def test_rename_and_delete_session(self, store: Any) -> None:
+        store.append("s1", self._msg("user", "first"))
+        store.append("s2", self._msg("user", "second"))
+        assert store.rename_session("s1", "renamed") is True
+        assert store.rename_session("missing", "x") is False
+        titles = {i.session_id: i.title for i in store.list_sessions()}
+        assert titles["s1"] == "renamed"
+        assert store.delete_session("s1") is True
+        assert store.delete_session("s1") is False
+        assert store.load("s1") == []
+        assert [i.session_id for i in store.list_sessions()] == ["s2"]
+        store.append("s1", self._msg("user", "again"))  # a deleted id can start afresh
+        assert [m["content"][0]["text"] for m in store.load("s1")] == ["again"]
+
     def test_list_sessions(self, store: Any) -> None:
         store.append("first", self._msg("user", "hello there"))
         store.append("second", self._msg("user", "second task"))

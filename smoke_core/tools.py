@@ -114,6 +114,8 @@ class ToolPresentation(BaseModel):
     icon: str | None = None
     tone: Tone = "info"
     group: str | None = None
+    #: a short mark UIs show beside the card (``"🔒 sandboxed"``), usually set per result
+    badge: str | None = None
 
     @model_validator(mode="before")
     @classmethod
