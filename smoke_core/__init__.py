@@ -10,8 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._markers import hookimpl, hookspec
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "COMMAND_TOOLS",

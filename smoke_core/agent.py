@@ -9,24 +9,26 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
+from ._event_bus import EventBus, Listener
+from ._hooks import AsyncRegistration, HookRunner
+from ._pauses import PauseBroker
 from .compaction import Compactor
 from .errors import AgentError
 from .events import Event
 from .messages import Message
 from .options import AgentOptions, Guards
 from .permissions import ANSWERS, PermissionGate
-from .plugins import SmokePluginManager, call_impl, collect_providers, create_plugin_manager
+from .plugins import SmokePluginManager, collect_providers, create_plugin_manager
 from .prompts import DEFAULT_SYSTEM_PROMPT
 from .providers import ApiKey, Provider, ProviderRegistry, RetryPolicy
-from .run import RunHandle, RunResult
+from .run import RunDeps, RunHandle, RunResult
 from .sandbox import SandboxSettings
+from .secrets import Redactor
 from .store import MemoryStore, Store
 from .tools import TOOL_GROUPS, ToolDefinition, ToolRegistry
 from .workspace import Workspace
 
 log = logging.getLogger("smoke")
-
-Listener = Callable[[Event], Any]
 
 
 class Agent:
@@ -68,13 +70,9 @@ class Agent:
         self.max_tool_output_chars = max_tool_output_chars
         self.session_id = options.session_id
         self._gate = PermissionGate(options.permission, auto_approve=options.auto_approve)
-        self._listeners: dict[str, list[Listener]] = {}
-        self._any: list[Listener] = []
+        self._bus = EventBus()
+        self._pauses = PauseBroker()
         self._current: RunHandle | None = None
-        self._pending: dict[str, asyncio.Future[str]] = {}
-        self._early: dict[str, str] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._listener_tasks: set[asyncio.Future[Any]] = set()
 
     # ------------------------------------------------------------ tools
 
@@ -116,38 +114,11 @@ class Agent:
 
     def on(self, type: str, fn: Listener) -> Callable[[], None]:
         """Call ``fn(event)`` for every event of ``type``; returns an unsubscribe function."""
-        self._listeners.setdefault(type, []).append(fn)
-
-        def off() -> None:
-            try:
-                self._listeners.get(type, []).remove(fn)
-            except ValueError:
-                pass
-
-        return off
+        return self._bus.on(type, fn)
 
     def on_any(self, fn: Listener) -> Callable[[], None]:
         """Call ``fn(event)`` for every event; returns an unsubscribe function."""
-        self._any.append(fn)
-
-        def off() -> None:
-            try:
-                self._any.remove(fn)
-            except ValueError:
-                pass
-
-        return off
-
-    def _emit(self, event: Event) -> None:
-        for fn in (*self._listeners.get(event.type, ()), *self._any):
-            try:
-                res = fn(event)
-                if asyncio.iscoroutine(res):
-                    task = asyncio.ensure_future(res)
-                    self._listener_tasks.add(task)  # keep a reference until done
-                    task.add_done_callback(self._listener_tasks.discard)
-            except Exception:  # a listener never breaks the run
-                log.exception("smoke: event listener %r raised on %s (ignored)", fn, event.type)
+        return self._bus.on_any(fn)
 
     # ------------------------------------------------------------ runs
 
@@ -157,12 +128,36 @@ class Agent:
             raise RuntimeError("this agent is already running; wait for the run to end or create another agent")
         if not isinstance(task, str) or not task.strip():
             raise ValueError("task must be a non-empty string")
-        self._loop = asyncio.get_running_loop()
-        handle = RunHandle(self, task)
+        handle = RunHandle(self, task, self._run_deps())
         self._current = handle
-        inner = asyncio.ensure_future(handle.execute())
-        handle._task = inner
-        return await inner
+        try:
+            return await handle.start()
+        finally:
+            if self._current is handle:
+                self._current = None
+            self._pauses.forget_early()
+            self._gate.allowed_for_run.clear()
+
+    def _run_deps(self) -> RunDeps:
+        return RunDeps(
+            options=self.options,
+            provider=self.provider,
+            hooks=HookRunner(self._pm),
+            gate=self._gate,
+            bus=self._bus,
+            pauses=self._pauses,
+            registry=self._registry,
+            exposed_tools=self._exposed_tools,
+            load_history=self._load_history,
+            store_append=self._store_append,
+            compactor=self._compactor,
+            retry=self.retry,
+            guards=self.guards,
+            system_prompt=self.system_prompt,
+            model_settings=self.model_settings,
+            max_tool_output_chars=self.max_tool_output_chars,
+            redactor=Redactor.from_environment(),
+        )
 
     def run_sync(self, task: str) -> RunResult:
         """``asyncio.run(agent.run(task))`` for scripts."""
@@ -198,17 +193,12 @@ class Agent:
                     pass
 
     def abort(self) -> None:
-        """Stop the current run now: the model stream is closed, running tools are
-        cancelled (commands killed), pauses end; the run ends ``interrupted``."""
+        """Stop the current run now (safe from any thread): the model stream is
+        closed, running tools are cancelled (commands killed), pauses end; the
+        run ends ``interrupted``."""
         handle = self._current
-        if handle is None:
-            return
-        handle.cancelled.set()
-        for fut in list(self._pending.values()):
-            if not fut.done():
-                fut.cancel()
-        if handle._task is not None and not handle._task.done():
-            handle._task.cancel()
+        if handle is not None:
+            handle.abort()
 
     def resolve_permission(self, tool_call_id: str, decision: str) -> None:
         """Answer a ``permission.required``: ``"allow"``, ``"allow_run"`` (this tool or
@@ -216,44 +206,11 @@ class Agent:
         the pause is registered is kept and used when it comes."""
         if decision not in ANSWERS:
             raise ValueError(f"decision must be one of {', '.join(ANSWERS)}, got {decision!r}")
-        self._answer(tool_call_id, decision)
+        self._pauses.answer(tool_call_id, decision)
 
     def respond(self, tool_call_id: str, text: str) -> None:
         """Answer an ``ask_user.required`` with ``text``."""
-        self._answer(tool_call_id, str(text))
-
-    def _answer(self, tool_call_id: str, value: str) -> None:
-        fut = self._pending.get(tool_call_id)
-        if fut is None:
-            self._early[tool_call_id] = value
-            return
-        if fut.done():
-            return
-        loop = fut.get_loop()
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            fut.set_result(value)
-        else:
-            loop.call_soon_threadsafe(_set_if_pending, fut, value)
-
-    async def _wait_answer(self, tool_call_id: str, handle: RunHandle) -> str:
-        if tool_call_id in self._early:
-            return self._early.pop(tool_call_id)
-        fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._pending[tool_call_id] = fut
-        try:
-            return await fut
-        finally:
-            self._pending.pop(tool_call_id, None)
-
-    def _run_ended(self, handle: RunHandle) -> None:
-        if self._current is handle:
-            self._current = None
-        self._early.clear()
-        self._gate.allowed_for_run.clear()
+        self._pauses.answer(tool_call_id, str(text))
 
     # ------------------------------------------------------------ sessions
 
@@ -268,13 +225,11 @@ class Agent:
 
     async def aclose(self) -> None:
         """Release what plugins hold (``close_agent`` hook). Safe to call twice."""
-        for impl in self._pm.impls("close_agent"):
-            try:
-                res = call_impl(impl, {"agent": self})
-                if asyncio.iscoroutine(res):
-                    await res
-            except Exception:
-                log.exception("smoke: close_agent in %s raised (ignored)", self._pm.plugin_label(impl))
+
+        def failed(plugin: str, message: str, exc: BaseException) -> None:
+            log.warning("smoke: %s (ignored)", message)
+
+        await HookRunner(self._pm).observe("close_agent", {"agent": self}, failed)
 
     async def __aenter__(self) -> Agent:
         return self
@@ -369,21 +324,18 @@ def create_agent(
                 raise TypeError(
                     f"tools= takes group names and ToolDefinitions (use @tool), got {type(item).__name__}"
                 )
-    for impl in pm.impls("register_tools"):
-        label = pm.plugin_label(impl)
+    def tool_kwargs(label: str) -> dict[str, Any]:
+        def register(tool: ToolDefinition, *, group: str | None = None) -> ToolDefinition:
+            return registry.register(tool, group=group, source=label)
 
-        def register(tool: ToolDefinition, *, group: str | None = None, _label: str = label) -> ToolDefinition:
-            return registry.register(tool, group=group, source=_label)
+        return {"register": register, "options": options}
 
-        try:
-            res = call_impl(impl, {"register": register, "options": options})
-        except ValueError:
-            raise
-        except Exception as exc:
-            raise RuntimeError(f"register_tools in plugin {label} failed: {type(exc).__name__}: {exc}") from exc
-        if asyncio.iscoroutine(res):
-            res.close()
-            raise TypeError(f"register_tools in plugin {label} is async; it must be a plain function")
+    def tools_failed(label: str, exc: BaseException) -> None:
+        if isinstance(exc, (ValueError, AsyncRegistration)):  # already worded for people
+            raise exc
+        raise RuntimeError(f"register_tools in plugin {label} failed: {type(exc).__name__}: {exc}") from exc
+
+    HookRunner(pm).collect("register_tools", tool_kwargs, tools_failed)
     for t in given:
         t = registry.register(t, source="create_agent(tools=...)")
         extra_tools.append(t.name)
@@ -454,11 +406,6 @@ def _resolve_provider(
         raise
     except TypeError as exc:
         raise ValueError(f"provider {name!r} could not be created: {exc}") from exc
-
-
-def _set_if_pending(fut: asyncio.Future[str], value: str) -> None:
-    if not fut.done():
-        fut.set_result(value)
 
 
 def repair_history(messages: list[Message]) -> list[Message]:

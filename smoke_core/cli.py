@@ -21,18 +21,22 @@ class SmokeGroup(click.Group):
             return
         self._loaded = True
         self.broken = []
-        from .plugins import call_impl, create_plugin_manager
+        from ._hooks import HookRunner
+        from .plugins import create_plugin_manager
 
-        pm = create_plugin_manager()
-        for impl in pm.impls("register_commands"):
-            label = pm.plugin_label(impl)
-            before = dict(self.commands)
-            try:
-                call_impl(impl, {"cli": self})
-            except Exception as exc:
-                self.commands = before
-                self.broken.append(f"{label}: {type(exc).__name__}: {exc}")
-                click.echo(f"smoke: plugin {label} could not add its commands ({exc}); skipped", err=True)
+        before: dict[str, click.Command] = {}
+
+        def kwargs(label: str) -> dict[str, object]:
+            before.clear()
+            before.update(self.commands)
+            return {"cli": self}
+
+        def failed(label: str, exc: BaseException) -> None:
+            self.commands = dict(before)
+            self.broken.append(f"{label}: {type(exc).__name__}: {exc}")
+            click.echo(f"smoke: plugin {label} could not add its commands ({exc}); skipped", err=True)
+
+        HookRunner(create_plugin_manager()).collect("register_commands", kwargs, failed)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         self._load()

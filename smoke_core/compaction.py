@@ -10,13 +10,26 @@ compaction never fails a run. The stored session keeps every message.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from .messages import Message, user_message
-from .providers import ModelRequest, TextDelta
+from .providers import ModelRequest, Provider, TextDelta
 
-if TYPE_CHECKING:
-    from .run import RunHandle
+
+class CompactableRun(Protocol):
+    """What compaction uses of a run (:class:`~smoke_core.run.RunHandle` is one)."""
+
+    messages: list[Message]
+
+    @property
+    def tool_schemas(self) -> list[dict[str, Any]]: ...
+
+    def system_prompt(self) -> str | None: ...
+
+    def emit(self, type: str, data: dict[str, Any]) -> None: ...
 
 SUMMARY_PREFIX = "[Summary of the earlier conversation]"
 
@@ -52,28 +65,48 @@ def estimate_tokens(messages: list[Message], system: str | None = None, tools: l
     return chars // 4
 
 
+@dataclass(slots=True)
+class _Tally:
+    """A run's running character count (see :meth:`Compactor.maybe_compact`)."""
+
+    messages: list[Message] | None = None
+    counted: int = 0
+    chars: int = 0
+    tool_chars: int | None = None
+
+
+Summarise = Callable[[list[Message]], Awaitable[str]]
+
+
 class Compactor:
     def __init__(self, *, context_window: int = 128_000, threshold: float = 0.75, keep_recent: int = 6) -> None:
         self.context_window = context_window
         self.threshold = threshold
         self.keep_recent = keep_recent
+        self._tallies: weakref.WeakKeyDictionary[Any, _Tally] = weakref.WeakKeyDictionary()
 
-    async def maybe_compact(self, run: RunHandle) -> bool:
+    async def maybe_compact(self, run: CompactableRun, summarise: Summarise | None = None) -> bool:
+        """Compact ``run.messages`` when the estimated prompt passes the
+        threshold. ``summarise(old_messages)`` asks the model for a summary
+        (the run's model caller provides it); without it, or when it fails, a
+        mechanical summary is used, so compaction never fails a run."""
         messages = run.messages
         if len(messages) <= self.keep_recent + 1:
             return False
-        # Per-step cost must not grow with the history: the run keeps a running
-        # character count and only the messages added since the last step are
-        # measured (messages are append-only until compaction replaces them).
-        state = run._compaction_state
-        if state["list"] is not messages or state["counted"] > len(messages):
-            state.update(list=messages, counted=0, chars=0)
-        for m in messages[state["counted"] :]:
-            state["chars"] += message_chars(m)
-        state["counted"] = len(messages)
-        if state["tools"] is None:
-            state["tools"] = len(json.dumps(getattr(run, "_schemas", None) or []))
-        estimated = (state["chars"] + state["tools"] + len(run.system_prompt() or "")) // 4
+        # Per-step cost must not grow with the history: a running character
+        # count per run, measuring only the messages added since the last
+        # step (messages are append-only until compaction replaces them).
+        tally = self._tallies.get(run)
+        if tally is None:
+            tally = self._tallies[run] = _Tally()
+        if tally.messages is not messages or tally.counted > len(messages):
+            tally.messages, tally.counted, tally.chars = messages, 0, 0
+        for m in messages[tally.counted :]:
+            tally.chars += message_chars(m)
+        tally.counted = len(messages)
+        if tally.tool_chars is None:
+            tally.tool_chars = len(json.dumps(run.tool_schemas))
+        estimated = (tally.chars + tally.tool_chars + len(run.system_prompt() or "")) // 4
         if estimated < self.context_window * self.threshold:
             return False
         cut = self._cut_index(messages)
@@ -81,7 +114,7 @@ class Compactor:
             return False
         run.emit("compaction.started", {"messages": len(messages), "estimated_tokens": estimated})
         old, kept = messages[:cut], messages[cut:]
-        summary = await self._summarise(run, old)
+        summary = await _summary(old, summarise)
         new_messages: list[Message] = [user_message(f"{SUMMARY_PREFIX}\n{summary}"), *kept]
         run.messages = new_messages
         run.emit(
@@ -102,33 +135,42 @@ class Compactor:
             return None
         return cut
 
-    async def _summarise(self, run: RunHandle, old: list[Message]) -> str:
-        provider = run.agent.provider
-        request = ModelRequest(
-            model=getattr(provider, "model", ""),
-            messages=[*old, user_message(_SUMMARY_INSTRUCTION)],
-            tools=[],
-            system=run.agent.system_prompt,
-            settings=dict(run.agent.model_settings),
-            user_id=run.user_id,
-        )
+
+
+async def _summary(old: list[Message], summarise: Summarise | None) -> str:
+    if summarise is not None:
         try:
-            parts: list[str] = []
-            stream = provider.stream(request)
-            try:
-                async for ev in stream:
-                    if type(ev) is TextDelta:
-                        parts.append(ev.text)
-            finally:
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:
-                    await aclose()
-            text = "".join(parts).strip()
+            text = (await summarise(old)).strip()
             if text:
                 return text
         except Exception:  # fall back to the mechanical summary below
             pass
-        return mechanical_summary(old)
+    return mechanical_summary(old)
+
+
+async def summarise_with(
+    provider: Provider, messages: list[Message], *, system: str | None, settings: dict[str, Any], user_id: str | None
+) -> str:
+    """Ask ``provider`` (no tools) to summarise ``messages``; the text it streams."""
+    request = ModelRequest(
+        model=getattr(provider, "model", ""),
+        messages=[*messages, user_message(_SUMMARY_INSTRUCTION)],
+        tools=[],
+        system=system,
+        settings=dict(settings),
+        user_id=user_id,
+    )
+    parts: list[str] = []
+    stream = provider.stream(request)
+    try:
+        async for ev in stream:
+            if type(ev) is TextDelta:
+                parts.append(ev.text)
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    return "".join(parts)
 
 
 def mechanical_summary(messages: list[Message], limit: int = 4000) -> str:

@@ -1,10 +1,13 @@
 """The plugin manager: built-ins, entry points (group ``smoke``) and
 per-agent plugins, all through one pluggy manager per agent.
 
-Entry points are loaded once per process. ``SMOKE_LOAD_PLUGINS`` (a comma
-list of entry-point or distribution names; empty means none) restricts
-autoloading. A plugin that fails to import is skipped and reported by
-:func:`plugin_report` (``smoke plugins``), never fatal.
+Entry points are loaded once per process (and again only when the set of
+installed distributions changes). ``SMOKE_LOAD_PLUGINS`` (a comma list of
+entry-point or distribution names; empty means none) restricts autoloading.
+A plugin that fails to import, or that Smoke refuses (a hook that does not
+exist, a pluggy wrapper), is skipped and reported by :func:`plugin_report`
+(``smoke plugins``), never fatal. An entry-point plugin is named
+``<distribution>:<entry point>``, so one distribution may declare several.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from typing import Any
 import pluggy
 
 from . import hookspecs
+from ._hooks import HookRunner, PluginRefused, check_plugin
 from ._markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl
+from ._version import __version__
 
 
 def _log() -> Any:
@@ -48,8 +53,11 @@ class PluginInfo:
     plugin: Any = None
 
 
-_loaded: dict[str | None, list[PluginInfo]] = {}
-_shared_managers: dict[tuple[str | None, bool], SmokePluginManager] = {}
+# Memos, not state: each is keyed by everything that determines its value
+# (SMOKE_LOAD_PLUGINS and the installed distributions), so nothing ever has
+# to reset them.
+_loaded: dict[tuple[str | None, str], list[PluginInfo]] = {}
+_shared_managers: dict[tuple[str | None, bool, str], SmokePluginManager] = {}
 
 
 def _allowed() -> set[str] | None:
@@ -76,6 +84,12 @@ def _path_stamps() -> list[list[Any]]:
         except OSError:
             stamps.append([entry, None])
     return stamps
+
+
+def _installed_key() -> str:
+    """Changes when a distribution is installed or removed (its folder on
+    ``sys.path`` changes mtime) or ``sys.path`` itself changes."""
+    return json.dumps(_path_stamps())
 
 
 def _entry_point_records() -> list[dict[str, Any]]:
@@ -131,23 +145,22 @@ def _load_object(value: str) -> Any:
 def load_entry_point_plugins() -> list[PluginInfo]:
     """Import the plugins of the entry-point group ``smoke`` (once per process
     and ``SMOKE_LOAD_PLUGINS`` value). Broken plugins come back with ``error`` set."""
-    key = os.environ.get("SMOKE_LOAD_PLUGINS")
+    allowed = _allowed()
+    if allowed is not None and not allowed:
+        return []
+    key = (os.environ.get("SMOKE_LOAD_PLUGINS"), _installed_key())
     cached = _loaded.get(key)
     if cached is not None:
         return cached
-    allowed = _allowed()
-    if allowed is not None and not allowed:
-        _loaded[key] = []
-        return []
     infos: list[PluginInfo] = []
-    seen: set[str] = set()
+    seen: set[tuple[str | None, str]] = set()
     for rec in _entry_point_records():
         name, dist = rec["name"], rec["dist"]
         if allowed is not None and name not in allowed and (dist not in allowed):
             continue
-        if name in seen:  # the same distribution found twice on sys.path
+        if (dist, name) in seen:  # the same distribution found twice on sys.path
             continue
-        seen.add(name)
+        seen.add((dist, name))
         info = PluginInfo(name=name, distribution=dist, version=rec["version"], module=rec["value"])
         try:
             info.plugin = _load_object(rec["value"])
@@ -162,8 +175,6 @@ def load_entry_point_plugins() -> list[PluginInfo]:
 def _builtin_plugins() -> list[PluginInfo]:
     out: list[PluginInfo] = []
     for modname in BUILTIN_PLUGINS:
-        from . import __version__
-
         info = PluginInfo(
             name=modname.rsplit(".", 1)[-1], distribution="smoke-core", version=__version__, module=modname,
             builtin=True,
@@ -219,14 +230,30 @@ class SmokePluginManager(pluggy.PluginManager):
         self.infos: list[PluginInfo] = []
 
     def add(self, plugin: object, *, name: str | None = None, info: PluginInfo | None = None) -> None:
+        """Register ``plugin``; raises :class:`PluginRefused` (a ValueError) with a
+        message for people when it cannot be used (name taken, unknown hook,
+        pluggy wrapper, arguments the hook does not have)."""
+        label = name or getattr(plugin, "__name__", None) or repr(plugin)
         try:
             self.register(plugin, name=name)
+        except pluggy.PluginValidationError as exc:
+            raise PluginRefused(f"plugin {label}: {exc}") from None
         except ValueError as exc:  # already registered under that name
-            raise ValueError(f"cannot register plugin {name or plugin!r}: {exc}") from None
+            first = str(exc).splitlines()[0]
+            raise PluginRefused(f"cannot register plugin {label}: {first}") from None
+        try:
+            check_plugin(self, plugin, label)
+        except PluginRefused:
+            self.unregister(plugin)
+            raise
         if info is None:
             info = PluginInfo(name=name or self.get_name(plugin) or repr(plugin), plugin=plugin)
         info.hooks = sorted({impl.opts.get("specname") or impl.function.__name__ for impl in self._impls_of(plugin)})
         self.infos.append(info)
+
+    def runner(self) -> HookRunner:
+        """A :class:`~smoke_core._hooks.HookRunner` over the current plugin set."""
+        return HookRunner(self)
 
     def _impls_of(self, plugin: object) -> list[Any]:
         out: list[Any] = []
@@ -236,17 +263,10 @@ class SmokePluginManager(pluggy.PluginManager):
 
     def impls(self, hook_name: str) -> list[Any]:
         """Hook implementations in call order (pluggy's: last registered first)."""
-        # get_hookimpls() is kept in the order pluggy iterates backwards
-        # (trylast first, tryfirst last), so the reverse is the call order.
-        return list(reversed(getattr(self.hook, hook_name).get_hookimpls()))
+        return list(HookRunner(self).impls(hook_name))
 
     def plugin_label(self, impl: Any) -> str:
         return impl.plugin_name or repr(impl.plugin)
-
-
-def call_impl(impl: Any, kwargs: dict[str, Any]) -> Any:
-    """Call one implementation with the subset of ``kwargs`` it accepts."""
-    return impl.function(*[kwargs[name] for name in impl.argnames])
 
 
 def create_plugin_manager(
@@ -262,7 +282,7 @@ def create_plugin_manager(
     pluggy introspection, which matters with thousands of agents); treat
     ``agent.plugin_manager`` as read-only.
     """
-    shared_key = (os.environ.get("SMOKE_LOAD_PLUGINS"), autoload)
+    shared_key = (os.environ.get("SMOKE_LOAD_PLUGINS"), autoload, _installed_key() if autoload else "")
     if not plugins and not hooks:
         shared = _shared_managers.get(shared_key)
         if shared is not None:
@@ -280,7 +300,15 @@ def create_plugin_manager(
                 continue
             if pm.is_registered(info.plugin):
                 continue
-            pm.add(info.plugin, name=info.distribution or info.name, info=PluginInfo(**{**info.__dict__}))
+            name = f"{info.distribution}:{info.name}" if info.distribution else info.name
+            copy = PluginInfo(**{**info.__dict__})
+            try:
+                pm.add(info.plugin, name=name, info=copy)
+            except PluginRefused as exc:  # reported by `smoke plugins`, never fatal to the others
+                copy.error = str(exc)
+                copy.plugin = None
+                pm.infos.append(copy)
+                _log().warning("smoke: plugin %r (%s) is skipped: %s", info.name, info.distribution, exc)
     for i, plugin in enumerate(plugins or []):
         name = getattr(plugin, "__name__", None) or f"{type(plugin).__name__}#{i}"
         if pm.is_registered(plugin):
@@ -302,16 +330,17 @@ def collect_providers(pm: SmokePluginManager) -> Any:
     from .providers import ProviderRegistry
 
     registry = ProviderRegistry()
-    for impl in pm.impls("register_providers"):
-        label = pm.plugin_label(impl)
 
-        def register(name: str, factory: Any, _label: str = label, **kw: Any) -> None:
-            registry.register(name, factory, source=_label, **kw)
+    def kwargs(label: str) -> dict[str, Any]:
+        def register(name: str, factory: Any, **kw: Any) -> None:
+            registry.register(name, factory, source=label, **kw)
 
-        try:
-            call_impl(impl, {"register": register})
-        except Exception as exc:
-            _log().warning("smoke: register_providers in %s raised %s: %s (skipped)", label, type(exc).__name__, exc)
+        return {"register": register}
+
+    def failed(label: str, exc: BaseException) -> None:
+        _log().warning("smoke: register_providers in %s raised %s: %s (skipped)", label, type(exc).__name__, exc)
+
+    HookRunner(pm).collect("register_providers", kwargs, failed)
     return registry
 
 

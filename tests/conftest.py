@@ -2,16 +2,12 @@ from __future__ import annotations
 
 import pytest
 
-from smoke_core import plugins as plugins_module
-
 
 @pytest.fixture(autouse=True)
 def _no_autoload(monkeypatch: pytest.MonkeyPatch) -> None:
     """Core tests see no installed plugin unless a test opts in: other plugins
     may be installed in the same environment (the `tests` nox session)."""
     monkeypatch.setenv("SMOKE_LOAD_PLUGINS", "")
-    plugins_module._loaded.clear()
-    plugins_module._shared_managers.clear()
 
 
 @pytest.fixture

@@ -121,7 +121,7 @@ def test_smoke_plugins_and_tools_show_the_example(example_installed, tmp_path):
     assert tools["word_count"]["group"] == "text"
     assert tools["word_count"]["read_only"] is True
     assert tools["word_count"]["presentation"]["icon"] == "🔢"
-    assert tools["word_count"]["source"] == "smoke-policy-example"
+    assert tools["word_count"]["source"] == "smoke-policy-example:policy_example"  # <distribution>:<entry point>
     # the table form mentions it too
     proc = smoke_cli("plugins", env_extra={**env, "COLUMNS": "200"})
     assert "smoke-policy-example" in proc.stdout
@@ -247,3 +247,63 @@ def test_entry_point_cache_sees_a_newly_installed_plugin(tmp_path):
     # and with the cache turned off the result is the same
     proc = smoke_cli("plugins", "--json", env_extra={**env, "SMOKE_NO_PLUGIN_CACHE": "1"})
     assert "late_plugin" in proc.stdout
+
+
+@pytest.mark.slow
+def test_one_distribution_with_two_entry_points_loads_both(tmp_path):
+    """A real package built and installed by pip, declaring two plugins."""
+    src = tmp_path / "src"
+    (src / "smoke_twins").mkdir(parents=True)
+    (src / "pyproject.toml").write_text(textwrap.dedent("""
+        [build-system]
+        requires = ["setuptools>=70.1"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "smoke-twins"
+        version = "0.2.0"
+
+        [project.entry-points.smoke]
+        one = "smoke_twins.one"
+        two = "smoke_twins.two"
+        clash = "smoke_twins.clash"
+    """))
+    (src / "smoke_twins" / "__init__.py").write_text("")
+    for name in ("one", "two"):
+        (src / "smoke_twins" / f"{name}.py").write_text(textwrap.dedent(f"""
+            from smoke_core import hookimpl, tool
+
+            @hookimpl
+            def register_tools(register):
+                @tool(read_only=True, name="tool_{name}")
+                def t() -> str:
+                    "Tool {name}."
+                    return "{name}"
+                register(t)
+        """))
+    # a third plugin of the same distribution that Smoke must refuse (a pluggy wrapper)
+    (src / "smoke_twins" / "clash.py").write_text(textwrap.dedent("""
+        from smoke_core import hookimpl
+
+        @hookimpl(wrapper=True)
+        def before_tool_call(tool_name):
+            return (yield)
+    """))
+    site = tmp_path / "site"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "-q",
+         "--target", str(site), str(src)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    env = {"PYTHONPATH": str(site), "SMOKE_LOAD_PLUGINS": "smoke-twins", "SMOKE_NO_PLUGIN_CACHE": "1"}
+    proc = smoke_cli("plugins", "--json", env_extra=env)
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["name"]: r for r in json.loads(proc.stdout)}
+    assert rows["one"]["error"] is None and rows["two"]["error"] is None
+    assert rows["one"]["hooks"] == rows["two"]["hooks"] == ["register_tools"]
+    assert "wrapper=True" in rows["clash"]["error"]  # reported, never a crash
+    proc = smoke_cli("tools", "--json", "--workspace", str(tmp_path), env_extra=env)
+    assert proc.returncode == 0, proc.stderr
+    tools = {t["name"]: t["source"] for t in json.loads(proc.stdout)}
+    assert tools == {"tool_one": "smoke-twins:one", "tool_two": "smoke-twins:two"}

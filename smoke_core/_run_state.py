@@ -1,0 +1,48 @@
+"""What one run knows while it goes: the transcript, counters, phase, the
+fixed tool list — plain data shared by the run's parts (the loop, the model
+caller, the tool executor), and the two ways a run ends early."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import AgentErrorInfo
+from .messages import Message
+from .providers import Usage
+from .tools import ToolDefinition
+
+
+class RunFailed(Exception):
+    """Ends the run as ``failed`` with ``info``."""
+
+    def __init__(self, info: AgentErrorInfo) -> None:
+        super().__init__(info.message)
+        self.info = info
+
+
+class Interrupted(Exception):
+    """Ends the run as ``interrupted`` (abort seen at a check point)."""
+
+
+@dataclass(slots=True, eq=False)
+class RunState:
+    messages: list[Message] = field(default_factory=list)
+    step: int = 0
+    phase: str = "understand"
+    usage: Usage = field(default_factory=Usage)
+    #: guidance added by tools for the rest of the run (appended to the system prompt)
+    instructions: list[str] = field(default_factory=list)
+    finish_summary: str | None = None
+    # guards
+    edited: bool = False
+    failing_commands: int = 0
+    empty_replies: int = 0
+    # tools: registered during before_run, then fixed for the whole run
+    run_tools: list[ToolDefinition] = field(default_factory=list)
+    tools_fixed: bool = False
+    tools: dict[str, ToolDefinition] = field(default_factory=dict)
+    schemas: list[dict[str, Any]] = field(default_factory=list)
+    presentations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: scratch space plugins share during one run (``run.state``, ``ctx.state``)
+    scratch: dict[str, Any] = field(default_factory=dict)

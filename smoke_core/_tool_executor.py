@@ -1,0 +1,360 @@
+"""The tool calls of a step (DESIGN §3, §4): for each call validate →
+``before_tool_call`` → permission (rules, mode, a person) → execute → spill →
+``after_tool_call``. Consecutive read-only calls run concurrently.
+
+Also the run's bookkeeping that follows from tool calls: phases and the
+failing-command guard, by each tool's declared ``kind``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ._event_bus import Emit
+from ._hooks import HookRunner
+from ._pauses import PauseBroker
+from ._run_state import RunState
+from .context import ToolContext
+from .errors import AgentError, AgentErrorInfo, ToolError
+from .permissions import PermissionGate, PermissionRequest
+from .secrets import Redactor
+from .tools import ToolDefinition, ToolRegistry, ToolResult
+from .workspace import Workspace
+
+Outcome = tuple[ToolResult, AgentErrorInfo | None, bool, dict[str, Any]]
+
+
+class ToolExecutor:
+    def __init__(
+        self,
+        *,
+        state: RunState,
+        hooks: HookRunner,
+        gate: PermissionGate,
+        pauses: PauseBroker,
+        emit: Emit,
+        listening: Callable[[str], bool],
+        registry: ToolRegistry,
+        workspace: Workspace,
+        redactor: Redactor,
+        max_output_chars: int,
+        artifacts_dir: Callable[[], Path],
+        make_context: Callable[[str, str], ToolContext],
+        set_phase: Callable[[str], None],
+        hook_run: Any,
+        on_hook_error: Callable[[str, str, BaseException], None],
+    ) -> None:
+        self.state = state
+        self.hooks = hooks
+        self.gate = gate
+        self.pauses = pauses
+        self.emit = emit
+        self.listening = listening
+        self.registry = registry
+        self.workspace = workspace
+        self.redactor = redactor
+        self.max_output_chars = max_output_chars
+        self.artifacts_dir = artifacts_dir
+        self.make_context = make_context
+        self.set_phase = set_phase
+        self.hook_run = hook_run  # the RunHandle, as hooks see it
+        self.on_hook_error = on_hook_error
+
+    # ------------------------------------------------------------ a step's calls
+
+    async def run_calls(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``tool_result`` blocks for ``calls``, in order."""
+        tools = self.state.tools
+        results: list[dict[str, Any] | None] = [None] * len(calls)
+        i = 0
+        while i < len(calls):
+            tool = tools.get(calls[i]["name"])
+            if tool is not None and tool.read_only:
+                j = i
+                while j < len(calls) and (t := tools.get(calls[j]["name"])) is not None and t.read_only:
+                    j += 1
+                if j - i > 1:
+                    results[i:j] = await asyncio.gather(*(self.run_call(c) for c in calls[i:j]))
+                    i = j
+                    continue
+            results[i] = await self.run_call(calls[i])
+            i += 1
+        return [r for r in results if r is not None]
+
+    async def run_call(self, call: dict[str, Any]) -> dict[str, Any]:
+        name = call["name"]
+        call_id = call["id"]
+        tool = self.state.tools.get(name)
+        presentation = self.presentation(tool, name)
+        tool_input: dict[str, Any] = call.get("input") or {}
+        t0 = time.perf_counter()
+        self.emit(
+            "tool.started",
+            {"tool_call_id": call_id, "tool_name": name, "input": tool_input, "presentation": presentation},
+        )
+        try:
+            result, error, blocked, tool_input = await self._pipeline(call, tool, tool_input)
+        except asyncio.CancelledError:
+            error = AgentErrorInfo.from_code("tool_cancelled", f"{name} was cancelled: the run was aborted")
+            await self._finish(call_id, name, tool_input, ToolResult.error(error.message), t0, False, error, presentation)
+            raise
+        await self._finish(call_id, name, tool_input, result, t0, blocked, error, presentation)
+        self.track(tool, result)
+        return {"type": "tool_result", "tool_call_id": call_id, "content": result.content, "is_error": result.is_error}
+
+    def presentation(self, tool: ToolDefinition | None, name: str) -> dict[str, Any]:
+        cache = self.state.presentations
+        p = cache.get(name)
+        if p is None:
+            p = tool.presentation_dict() if tool is not None else {"label": name, "tone": "info"}
+            cache[name] = p
+        return p
+
+    async def _finish(
+        self,
+        call_id: str,
+        name: str,
+        tool_input: dict[str, Any],
+        result: ToolResult,
+        t0: float,
+        blocked: bool,
+        error: AgentErrorInfo | None,
+        presentation: dict[str, Any],
+    ) -> None:
+        duration_ms = (time.perf_counter() - t0) * 1000
+        if self.hooks.has("after_tool_call"):
+            await self.hooks.observe(
+                "after_tool_call",
+                {
+                    "tool_name": name, "input": tool_input, "tool_call_id": call_id, "result": result,
+                    "duration_ms": duration_ms, "blocked": blocked, "error": error, "run": self.hook_run,
+                },
+                self.on_hook_error,
+            )
+        if result.presentation is not None:
+            presentation = {**presentation, **result.presentation.model_dump(exclude_none=True)}
+        self.emit(
+            "tool.completed",
+            {
+                "tool_call_id": call_id,
+                "tool_name": name,
+                "is_error": result.is_error,
+                "content": result.content,
+                "error": error.to_dict() if error is not None else None,
+                "duration_ms": round(duration_ms, 3),
+                "presentation": presentation,
+                **({"data": result.data} if result.data else {}),
+            },
+        )
+
+    # ------------------------------------------------------------ one call
+
+    async def _pipeline(self, call: dict[str, Any], tool: ToolDefinition | None, tool_input: dict[str, Any]) -> Outcome:
+        """Validate → before_tool_call → permission → execute. Returns
+        (result, error, blocked, final input); never raises except on cancel."""
+        name = call["name"]
+        call_id = call["id"]
+
+        def fail(code: str, message: str, *, blocked: bool = False, **details: Any) -> Outcome:
+            info = AgentErrorInfo.from_code(code, message, details=details)  # type: ignore[arg-type]
+            return ToolResult.error(message), info, blocked, tool_input
+
+        if tool is None:
+            available = ", ".join(sorted(self.state.tools)) or "(none)"
+            reason = "was registered after this run started" if name in self.registry else "does not exist"
+            return fail("tool_not_found", f"unknown tool {name!r}: it {reason}. Available tools: {available}")
+        if "raw_arguments" in call:
+            raw = call["raw_arguments"]
+            return fail(
+                "tool_invalid_input",
+                f"the arguments for {name} are not valid JSON ({_json_problem(raw)}); "
+                f"send a JSON object matching the tool's schema",
+                raw_arguments=raw[:2000],
+            )
+        problem = tool.validate_input(tool_input)
+        if problem:
+            return fail("tool_invalid_input", problem)
+
+        if self.hooks.has("before_tool_call"):
+            kwargs = {"tool_name": name, "input": tool_input, "tool_call_id": call_id, "run": self.hook_run}
+            outcome = await self.hooks.chain("before_tool_call", kwargs, ("input",))
+            if outcome is None:
+                pass
+            elif outcome.status == "block":
+                return fail(
+                    "tool_blocked", f"call to {name} blocked by {outcome.plugin}: {outcome.reason}", blocked=True,
+                    plugin=outcome.plugin, reason=outcome.reason,
+                )
+            elif outcome.status == "fail":  # before-hooks fail closed
+                return fail("hook_failed", f"call to {name} blocked: {outcome.reason}", blocked=True, plugin=outcome.plugin)
+            else:
+                new_input = outcome.values["input"]
+                problem = tool.validate_input(new_input)
+                if problem:
+                    return fail(
+                        "hook_failed",
+                        f"before_tool_call in {outcome.plugin} rewrote the input into something invalid: {problem}",
+                        blocked=True, plugin=outcome.plugin,
+                    )
+                tool_input = new_input
+
+        request = PermissionRequest(
+            call_id, "tool", name, tool_input, tool.read_only, None,
+            scope=f"mcp:{name.split('__', 1)[0]}" if tool.group == "mcp" and "__" in name else name,
+            tool_kind=tool.kind, permission_value=tool.permission_value(tool_input),
+            destructive=tool.annotations.destructive_hint,
+        )
+        if not await self.request_permission(request, presentation=self.presentation(tool, name)):
+            message = f"permission denied: the call to {name} was not approved"
+            if request.reason:
+                message += f" ({request.reason})"
+            return fail("permission_denied", message)
+
+        ctx = self.make_context(call_id, name)
+        try:
+            if tool.blocking:
+                raw_result = await asyncio.to_thread(tool.execute, tool_input, ctx)
+            else:
+                raw_result = tool.execute(tool_input, ctx)
+            if inspect.isawaitable(raw_result):
+                raw_result = await raw_result
+        except asyncio.CancelledError:
+            raise
+        except ToolError as exc:
+            message = self.redactor.redact(str(exc))
+            info = AgentErrorInfo.from_code(exc.code, message, details=exc.details)  # type: ignore[arg-type]
+            return ToolResult.error(message), info, False, tool_input
+        except AgentError as exc:
+            message = self.redactor.redact(exc.info.message)
+            return ToolResult.error(message), exc.info.model_copy(update={"message": message}), False, tool_input
+        except Exception as exc:
+            message = self.redactor.redact(f"{name} failed: {type(exc).__name__}: {exc}")
+            info = AgentErrorInfo.from_code("tool_failed", message, details={"exception": type(exc).__name__})
+            return ToolResult.error(message), info, False, tool_input
+        result = _coerce_result(raw_result)
+        if self.redactor:
+            result = _redact_result(result, self.redactor)
+        result = self._spill(result, call_id)
+        error = None
+        if result.is_error:
+            error = AgentErrorInfo.from_code("tool_failed", result.text_content()[:500] or f"{name} reported an error")
+        return result, error, False, tool_input
+
+    # ------------------------------------------------------------ permission
+
+    async def request_permission(self, request: PermissionRequest, *, presentation: dict[str, Any] | None) -> bool:
+        """Ask the gate and, when it says *ask*, a person (``permission.required``)."""
+        gate = self.gate
+        try:
+            decision = await gate.decide(request)
+        except Exception as exc:
+            request.reason = f"the permission callable raised {type(exc).__name__}: {exc}"
+            return False
+        if decision == "allow":
+            return True
+        if decision == "deny":
+            return False
+        self.emit(
+            "permission.required",
+            {
+                "tool_call_id": request.tool_call_id,
+                "kind": request.kind,
+                "tool_name": request.tool_name,
+                "input": request.input,
+                "reason": request.reason,
+                "presentation": presentation,
+            },
+        )
+        answer = await self.pauses.wait(request.tool_call_id)
+        if answer == "allow_run" and request.scope:
+            gate.allowed_for_run.add(request.scope)
+        self.emit("permission.resolved", {"tool_call_id": request.tool_call_id, "decision": answer})
+        return answer in ("allow", "allow_run")
+
+    # ------------------------------------------------------------ output
+
+    def _spill(self, result: ToolResult, call_id: str) -> ToolResult:
+        limit = self.max_output_chars
+        text_blocks = [b for b in result.content if b.get("type") == "text"]
+        total = sum(len(b.get("text", "")) for b in text_blocks)
+        if total <= limit:
+            return result
+        full = "\n".join(b["text"] for b in text_blocks)
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id)[:80] or "output"
+        path = self.artifacts_dir() / f"{safe}.txt"
+        path.write_text(full, encoding="utf-8")
+        head = full[: limit // 2]
+        tail = full[-limit // 4 :]
+        omitted = len(full) - len(head) - len(tail)
+        rel = self.workspace.relative(path)
+        text = (
+            f"{head}\n\n[... {omitted} characters omitted; the full output ({len(full)} characters) "
+            f"is in {rel} — read it with read_file using start_line/end_line ...]\n\n{tail}"
+        )
+        others = [b for b in result.content if b.get("type") != "text"]
+        data = dict(result.data or {})
+        data["spilled_to"] = str(path)
+        return result.model_copy(update={"content": [{"type": "text", "text": text}, *others], "data": data})
+
+    # ------------------------------------------------------------ bookkeeping
+
+    def track(self, tool: ToolDefinition | None, result: ToolResult) -> None:
+        """Guards and phases, from what a tool call did (by its declared kind)."""
+        if tool is None:
+            return
+        state = self.state
+        kind = tool.kind
+        if kind in ("edit", "delete", "move"):
+            if not result.is_error:
+                state.edited = True
+                state.failing_commands = 0
+                self.set_phase("edit")
+        elif kind == "execute":
+            data = result.data or {}
+            failed = result.is_error or bool(data.get("timed_out")) or data.get("exit_code") not in (None, 0)
+            state.failing_commands = state.failing_commands + 1 if failed else 0
+            if state.edited:
+                self.set_phase("recover" if failed else "verify")
+        elif kind == "think":
+            if state.phase in ("understand", "explore"):
+                self.set_phase("plan")
+        elif state.phase == "understand" and kind in ("read", "search", "fetch"):
+            self.set_phase("explore")
+
+
+def _coerce_result(raw: Any) -> ToolResult:
+    if isinstance(raw, ToolResult):
+        return raw
+    if raw is None:
+        return ToolResult.text("(no output)")
+    if isinstance(raw, str):
+        return ToolResult.text(raw)
+    if isinstance(raw, dict) and "content" in raw:
+        return ToolResult.model_validate(raw)
+    try:
+        return ToolResult.text(json.dumps(raw, ensure_ascii=False, default=str))
+    except (TypeError, ValueError):
+        return ToolResult.text(str(raw))
+
+
+def _redact_result(result: ToolResult, redactor: Redactor) -> ToolResult:
+    content = redactor.redact_obj(result.content)
+    data = redactor.redact_obj(result.data)
+    if content is result.content and data is result.data:
+        return result
+    return result.model_copy(update={"content": content, "data": data})
+
+
+def _json_problem(raw: str) -> str:
+    try:
+        json.loads(raw)
+    except ValueError as exc:
+        return str(exc)
+    return "not an object"
