@@ -1,8 +1,11 @@
-"""Sessions: `core` (core alone), one `plugin(<name>)` per plugin (core + that
-plugin alone), `tests` (everything together), `lint`, `demo`, `bench`.
+"""Sessions: `lint` (ruff, mypy), `core` (core alone), one `plugin(<name>)`
+per plugin (core + that plugin alone), `tests` (everything installed together:
+the cross-plugin and end-to-end tests, marked `integration`), `demo`, `bench`.
 
-`nox` with no arguments runs core, every plugin session and tests — the
-README's test command, which `.ci/run` calls.
+`nox` with no arguments runs lint, core, every plugin session and tests — the
+README's test command, which `.ci/run` calls. Each test runs once: a plugin's
+own tests run in its session, core's in `core`, and `tests` runs only what
+needs several plugins. `nox -s core -- -m "not slow"` is the fast lane.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ ROOT = Path(__file__).parent
 PLUGINS = sorted(p.name for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").exists())
 ARTIFACTS = ROOT / "test-artifacts"
 
-nox.options.sessions = ["core", "plugin", "tests"]
+nox.options.sessions = ["lint", "core", "plugin", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = False
 
@@ -49,7 +52,7 @@ def _plugin_install_spec(name: str) -> str:
 def core(session: nox.Session) -> None:
     """Core alone: no plugin installed; proves core stands on its own."""
     session.install("-q", ".", *TEST_DEPS)
-    _pytest(session, "core", "tests")
+    _pytest(session, "core", "tests", "-m", "not integration")
 
 
 @nox.session
@@ -62,17 +65,21 @@ def plugin(session: nox.Session, name: str) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Everything installed together: core tests, every plugin's tests, end-to-end tests."""
+    """Everything installed together: the tests that need several plugins
+    (end-to-end runs, the CLI with the tool plugins, the tool reference)."""
     session.install("-q", ".", *[_plugin_install_spec(n) for n in PLUGINS], *TEST_DEPS)
-    _pytest(session, "all", "tests", *[f"plugins/{n}/tests" for n in PLUGINS])
+    _pytest(session, "all", "tests", "-m", "integration")
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over everything, mypy over core."""
-    session.install("-q", ".", "ruff", "mypy", "types-PyYAML")
-    session.run("ruff", "check", "smoke_core", "plugins", "tests")
+    """ruff over everything; mypy over core (strict) and every plugin."""
+    session.install("-q", ".", *[f"./plugins/{n}" for n in PLUGINS], "ruff", "mypy", "types-PyYAML")
+    session.run("ruff", "check", "smoke_core", "plugins", "tests", "bench", "noxfile.py")
     session.run("mypy", "smoke_core")
+    packages = [str(next((ROOT / "plugins" / n).glob("smoke_*/__init__.py")).parent.relative_to(ROOT))
+                for n in PLUGINS]
+    session.run("mypy", *packages)
 
 
 @nox.session

@@ -81,7 +81,7 @@ def main() -> None:
     except ImportError as exc:
         finish(args, {"name": "search", "error": f"smoke-tools-search is not installed ({exc})"}, str)
         return
-    engine, rg = _engines.choose_engine()
+    _engine, rg = _engines.choose_engine()
     if rg is None:
         finish(args, {"name": "search", "error": "rg not found (pip install ripgrep)"}, str)
         return

@@ -139,16 +139,18 @@ async def raw_client(base: str) -> list[tuple[int, str]]:
 
     arrivals: list[tuple[int, str]] = []
     body = {"model": "x", "messages": [{"role": "user", "content": "go"}], "stream": True}
-    async with httpx.AsyncClient(trust_env=False) as client:
-        async with aconnect_sse(client, "POST", f"{base}/chat/completions", json=body,
-                                headers={"authorization": "Bearer k"}) as source:
-            async for sse in source.aiter_sse():
-                if sse.data == "[DONE]":
-                    break
-                chunk = json.loads(sse.data)
-                text = (chunk["choices"][0].get("delta") or {}).get("content")
-                if text:
-                    arrivals.append((time.monotonic_ns(), text))
+    async with (
+        httpx.AsyncClient(trust_env=False) as client,
+        aconnect_sse(client, "POST", f"{base}/chat/completions", json=body,
+                     headers={"authorization": "Bearer k"}) as source,
+    ):
+        async for sse in source.aiter_sse():
+            if sse.data == "[DONE]":
+                break
+            chunk = json.loads(sse.data)
+            text = (chunk["choices"][0].get("delta") or {}).get("content")
+            if text:
+                arrivals.append((time.monotonic_ns(), text))
     return arrivals
 
 

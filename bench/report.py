@@ -23,7 +23,7 @@ def _v(x: Any, unit: str = "", nd: int | None = None) -> str:
         if nd is not None:
             x = round(x, nd)
         elif abs(x) >= 100:
-            x = int(round(x))
+            x = round(x)
         elif abs(x) >= 10:
             x = round(x, 1)
         else:
@@ -117,7 +117,8 @@ def summary(d: dict[str, Any]) -> tuple[str, list[str]]:
         if _err(sm):
             rows.append(["4 Concurrency", "—", _err(sm), "", "not measured", ""])
         else:
-            pe = (lambda k, u: f"pydantic-ai {_v(pa.get(k))} {u}" if not _err(pa) else "pydantic-ai n/a")
+            def pe(k: str, u: str) -> str:
+                return f"pydantic-ai {_v(pa.get(k))} {u}" if not _err(pa) else "pydantic-ai n/a"
             add("4 Concurrency", "1,000 runs × 5 steps: total time", f"{_v(sm['total_s'])} s", "≤ 2 s",
                 co["verdicts"]["total_s"], pe("total_s", "s"))
             add("4 Concurrency", "RSS growth", f"{_v(sm['rss_growth_mb'])} MB", "≤ 60 MB",

@@ -106,7 +106,8 @@ def main() -> None:
     if args.only and os.path.exists(args.output):
         # keep the other benchmarks' last figures, so the page stays whole
         try:
-            old = json.load(open(args.output))
+            with open(args.output) as fh:
+                old = json.load(fh)
             merged = {**old.get("benchmarks", {}), **results}
             data["benchmarks"] = {k: merged[k] for k in BENCHMARKS if k in merged}
             data["partial_rerun"] = names

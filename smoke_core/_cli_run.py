@@ -253,8 +253,9 @@ def _esc(text: str) -> str:
 
 def _summary(tool_name: str, input: dict[str, Any]) -> str:
     for key in ("command", "path", "pattern", "question", "rev", "message", "skill_id", "summary"):
-        if key in input and isinstance(input[key], str):
-            value = input[key].replace("\n", " ")
+        value = input.get(key)
+        if isinstance(value, str):
+            value = value.replace("\n", " ")
             return value[:100] + ("…" if len(value) > 100 else "")
     text = json.dumps(input, ensure_ascii=False)
     return text[:100] + ("…" if len(text) > 100 else "")

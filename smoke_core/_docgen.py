@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import sys
 from pathlib import Path
+from typing import Any
 
 from . import hookspecs
 
@@ -46,7 +47,7 @@ tool error (`tool.completed` with `is_error`); `after_tool_call` sees it with
 """
 
 
-def _signature(fn) -> str:
+def _signature(fn: Any) -> str:
     sig = inspect.signature(fn)
     params = ", ".join(
         f"{name}: {p.annotation}" if p.annotation is not inspect.Parameter.empty else name

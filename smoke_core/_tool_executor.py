@@ -229,7 +229,7 @@ class ToolExecutor:
             raise
         except ToolError as exc:
             message = self.redactor.redact(str(exc))
-            info = AgentErrorInfo.from_code(exc.code, message, details=exc.details)  # type: ignore[arg-type]
+            info = AgentErrorInfo.from_code(exc.code, message, details=exc.details)
             return ToolResult.error(message), info, False, tool_input
         except AgentError as exc:
             message = self.redactor.redact(exc.info.message)

@@ -6,7 +6,7 @@ import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 Decision = Literal["allow", "deny", "ask"]
 PERMISSION_MODES = ("ask-default", "allow-all", "deny-all")
@@ -98,7 +98,7 @@ class PermissionGate:
             decision = self._default(request)
         if decision == "ask" and self.auto_approve:
             return "allow"
-        return decision
+        return cast(Decision, decision)
 
     def _default(self, request: PermissionRequest) -> Decision:
         if request.kind == "tool" and request.read_only:

@@ -197,7 +197,7 @@ def hooks_plugin(hooks: dict[str, Callable[..., Any]], name: str = "hooks") -> o
         if not callable(fn):
             raise TypeError(f"hooks[{hook_name!r}] must be callable, got {type(fn).__name__}")
         setattr(ns, hook_name, hookimpl(specname=hook_name)(_trampoline(fn)))
-    ns.__name__ = name  # type: ignore[attr-defined]
+    ns.__name__ = name
     return ns
 
 
@@ -215,7 +215,7 @@ def _trampoline(fn: Callable[..., Any]) -> Callable[..., Any]:
     else:
         src = f"def _hook({args}):\n    return _fn({call})\n"
     exec(src, ns)  # a generated trampoline so pluggy sees exactly fn's argument names
-    hook = ns["_hook"]
+    hook: Callable[..., Any] = ns["_hook"]
     hook.__name__ = getattr(fn, "__name__", "hook")
     return hook
 

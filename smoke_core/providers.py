@@ -196,8 +196,8 @@ class RetryPolicy:
     def delay(self, attempt: int, info: AgentErrorInfo, rand: Callable[[], float]) -> float:
         retry_after = info.details.get("retry_after") if info.details else None
         if isinstance(retry_after, (int, float)) and retry_after >= 0:
-            return min(float(retry_after), self.max_delay)
-        cap = min(self.max_delay, self.base_delay * (2 ** (attempt - 1)))
+            return min(float(retry_after), float(self.max_delay))
+        cap: float = min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1))
         return cap * rand() if self.jitter else cap
 
 

@@ -407,6 +407,26 @@ def tool_input_schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
+@typing.overload
+def tool(fn: Callable[..., Any], /) -> ToolDefinition: ...
+
+
+@typing.overload
+def tool(
+    fn: None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    presentation: dict[str, Any] | ToolPresentation | None = None,
+    group: str | None = None,
+    kind: ToolKind | None = None,
+    destructive: bool | None = None,
+    open_world: bool | None = None,
+    permission_key: str | None = None,
+) -> Callable[[Callable[..., Any]], ToolDefinition]: ...
+
+
 def tool(
     fn: Callable[..., Any] | None = None,
     *,
@@ -419,7 +439,7 @@ def tool(
     destructive: bool | None = None,
     open_world: bool | None = None,
     permission_key: str | None = None,
-) -> Any:
+) -> ToolDefinition | Callable[[Callable[..., Any]], ToolDefinition]:
     """Turn a typed function into a :class:`ToolDefinition`.
 
     The parameters become a pydantic model: its JSON Schema is the tool's
@@ -470,7 +490,7 @@ def tool(
             fields[pname] = (annotation, default)
         tool_name = name or func.__name__
         try:
-            model = create_model(  # type: ignore[call-overload]
+            model = create_model(
                 f"{tool_name}_input", __config__=ConfigDict(extra="forbid"), **fields
             )
             schema = tool_input_schema(model)

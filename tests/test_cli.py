@@ -32,7 +32,10 @@ def have_tool_plugins() -> bool:
                ("smoke_tools_filesystem", "smoke_tools_search", "smoke_tools_terminal", "smoke_tools_agent"))
 
 
-needs_tools = pytest.mark.skipif(not have_tool_plugins(), reason="needs the smoke-tools-* plugins installed")
+def needs_tools(test):
+    """Runs in the `tests` nox session (plugins installed together); skipped without them."""
+    skip = pytest.mark.skipif(not have_tool_plugins(), reason="needs the smoke-tools-* plugins installed")
+    return pytest.mark.integration(skip(test))
 
 KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "NVIDIA_API_KEY", "OPENROUTER_API_KEY", "GROQ_API_KEY",
             "GEMINI_API_KEY", "MISTRAL_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY", "TOGETHER_API_KEY",
@@ -158,6 +161,7 @@ def write_scripted_provider_plugin(root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_sessions_list_show_and_continue(tmp_path):
     plugdir = write_scripted_provider_plugin(tmp_path / "plug")
     ws = tmp_path / "ws"
@@ -178,6 +182,7 @@ def test_sessions_list_show_and_continue(tmp_path):
     assert proc.returncode == 2 and "smoke sessions" in proc.stderr
 
 
+@pytest.mark.slow
 @needs_tools
 def test_sigkill_loses_at_most_the_step_in_flight(tmp_path):
     project = sample(tmp_path)
@@ -280,6 +285,8 @@ def test_pty_approval_prompts(tmp_path):
     assert "sorted(values)" in (project / "stats" / "core.py").read_text()
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 def test_pty_ask_user_and_ctrl_c(tmp_path):
     pytest.importorskip("smoke_tools_agent")
     plugdir = write_scripted_provider_plugin(tmp_path / "plug")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from smoke_core import _docgen
 from smoke_core.errors import ERROR_CODES
 from smoke_core.events import EVENT_FIELDS, EVENT_TYPES
@@ -61,10 +63,9 @@ def test_readme_test_command_is_what_ci_runs():
     assert test_command in ci, f"README test command {test_command!r} is not what .ci/run calls"
 
 
+@pytest.mark.integration
 def test_every_first_party_tool_is_documented():
     import importlib.util
-
-    import pytest
 
     missing = [m for m in _docgen.FIRST_PARTY_TOOL_PLUGINS if importlib.util.find_spec(m) is None]
     if missing:

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 fs = pytest.importorskip("smoke_tools_filesystem")
 search = pytest.importorskip("smoke_tools_search")
 terminal = pytest.importorskip("smoke_tools_terminal")

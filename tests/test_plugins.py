@@ -78,6 +78,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow
 def test_example_plugin_from_docs_works_end_to_end(example_installed, tmp_path):
     script = tmp_path / "scenario.py"
     script.write_text(DONE_WHEN)
@@ -106,6 +107,7 @@ def test_example_plugin_from_docs_works_end_to_end(example_installed, tmp_path):
     assert out["presentations"]["word_count"] == {"label": "Word count", "icon": "🔢", "tone": "info", "group": "text"}
 
 
+@pytest.mark.slow
 def test_smoke_plugins_and_tools_show_the_example(example_installed, tmp_path):
     env = {"SMOKE_LOAD_PLUGINS": "policy_example"}
     proc = smoke_cli("plugins", "--json", env_extra=env)
@@ -141,6 +143,7 @@ def _fake_dist(root: Path, dist: str, ep_name: str, module: str, body: str) -> N
     (root / f"{module}.py").write_text(textwrap.dedent(body))
 
 
+@pytest.mark.slow
 def test_broken_plugin_is_reported_and_skipped(tmp_path):
     _fake_dist(tmp_path, "smoke-broken", "broken", "smoke_broken_mod", "raise ImportError('needs libfoo')\n")
     _fake_dist(
@@ -232,6 +235,7 @@ def test_plugin_module_import_is_cheap():
     assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_entry_point_cache_sees_a_newly_installed_plugin(tmp_path):
     site = tmp_path / "site"
     site.mkdir()
