@@ -38,6 +38,11 @@ class RunState:
     edited: bool = False
     failing_commands: int = 0
     empty_replies: int = 0
+    #: (tool name, canonical input) of the last failing call and how many times in a row it failed
+    last_failure: tuple[str, str] | None = None
+    same_failures: int = 0
+    #: set by a part of the run that wants the loop to stop after this step's results are recorded
+    stop: AgentErrorInfo | None = None
     # tools: registered during before_run, then fixed for the whole run
     run_tools: list[ToolDefinition] = field(default_factory=list)
     tools_fixed: bool = False

@@ -23,6 +23,7 @@ from ._pauses import PauseBroker
 from ._run_state import RunState
 from .context import ToolContext
 from .errors import AgentError, AgentErrorInfo, ToolError
+from .options import Guards
 from .permissions import PermissionGate, PermissionRequest
 from .secrets import Redactor
 from .tools import ToolDefinition, ToolRegistry, ToolResult
@@ -36,6 +37,7 @@ class ToolExecutor:
         self,
         *,
         state: RunState,
+        guards: Guards,
         hooks: HookRunner,
         gate: PermissionGate,
         pauses: PauseBroker,
@@ -52,6 +54,7 @@ class ToolExecutor:
         on_hook_error: Callable[[str, str, BaseException], None],
     ) -> None:
         self.state = state
+        self.guards = guards
         self.hooks = hooks
         self.gate = gate
         self.pauses = pauses
@@ -105,6 +108,7 @@ class ToolExecutor:
             error = AgentErrorInfo.from_code("tool_cancelled", f"{name} was cancelled: the run was aborted")
             await self._finish(call_id, name, tool_input, ToolResult.error(error.message), t0, False, error, presentation)
             raise
+        result = self._repeated_failure(name, tool_input, result)
         await self._finish(call_id, name, tool_input, result, t0, blocked, error, presentation)
         self.track(tool, result)
         return {"type": "tool_result", "tool_call_id": call_id, "content": result.content, "is_error": result.is_error}
@@ -304,6 +308,38 @@ class ToolExecutor:
         return result.model_copy(update={"content": [{"type": "text", "text": text}, *others], "data": data})
 
     # ------------------------------------------------------------ bookkeeping
+
+    def _repeated_failure(self, name: str, tool_input: dict[str, Any], result: ToolResult) -> ToolResult:
+        """The loop guard for identical failing calls: the model is told when
+        the same call has failed ``guards.repeated_tool_error`` times in a row;
+        one more and the run stops with ``run_repeated_error``."""
+        state = self.state
+        limit = self.guards.repeated_tool_error
+        if not result.is_error or not limit:
+            state.last_failure, state.same_failures = None, 0
+            return result
+        key = (name, json.dumps(tool_input, sort_keys=True, default=str))
+        state.same_failures = state.same_failures + 1 if key == state.last_failure else 1
+        state.last_failure = key
+        count = state.same_failures
+        if count > limit:
+            state.stop = AgentErrorInfo.from_code(
+                "run_repeated_error",
+                f"{name} failed {count} times in a row with the same input, after a warning",
+                details={"tool_name": name, "count": count},
+            )
+        elif count == limit:
+            note = (
+                f"Warning: this exact call to {name} has now failed {count} times in a row. Do not repeat it: "
+                f"read the error, change the input or try another approach. Repeating it once more ends the run."
+            )
+            self.emit(
+                "run.warning",
+                {"error": AgentErrorInfo.from_code("run_repeated_error", note, severity="warning").to_dict(),
+                 "attempt": None, "retry_in_ms": None},
+            )
+            return result.model_copy(update={"content": [*result.content, {"type": "text", "text": note}]})
+        return result
 
     def track(self, tool: ToolDefinition | None, result: ToolResult) -> None:
         """Guards and phases, from what a tool call did (by its declared kind)."""

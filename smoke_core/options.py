@@ -16,6 +16,9 @@ class Guards:
     repeated_error: int = 3
     hard_stop: int = 5
     empty_responses: int = 3
+    #: the same tool with the same input failing this many times in a row:
+    #: the model is warned; once more and the run fails (``run_repeated_error``)
+    repeated_tool_error: int = 3
 
 
 @dataclass(slots=True)

@@ -118,7 +118,7 @@ class RunHandle:
             on_hook_error=self._hook_failed,
         )
         self._tools = ToolExecutor(
-            state=self._st, hooks=deps.hooks, gate=deps.gate, pauses=deps.pauses, emit=self.emit,
+            state=self._st, guards=deps.guards, hooks=deps.hooks, gate=deps.gate, pauses=deps.pauses, emit=self.emit,
             listening=self._listening, registry=deps.registry, workspace=self.workspace, redactor=deps.redactor,
             max_output_chars=deps.max_tool_output_chars, artifacts_dir=lambda: self.artifacts_dir,
             make_context=self._tool_context, set_phase=self._set_phase, hook_run=self,
@@ -390,6 +390,8 @@ class RunHandle:
             results = await self._tools.run_calls(calls)
             self._append({"role": "tool", "content": results})
             emit("step.ended", {"step": step, "tool_calls": len(calls), "finish_reason": finish_reason})
+            if st.stop is not None:
+                raise RunFailed(st.stop)
             if st.finish_summary is not None:
                 return st.finish_summary
             if guards.hard_stop and st.failing_commands >= guards.hard_stop:

@@ -603,3 +603,41 @@ async def test_one_run_at_a_time(workspace):
 def test_run_sync(workspace):
     agent, _ = make(workspace, ["sync ok"])
     assert agent.run_sync("go").text == "sync ok"
+
+
+async def test_identical_failing_calls_warn_the_model_then_stop_the_run(workspace):
+    @tool(read_only=True, kind="read")
+    def read_file(path: str) -> str:
+        """Read."""
+        raise FileNotFoundError(path)
+
+    turns = [call("read_file", path="missing.txt")] * 10
+    agent, provider = make(workspace, turns, tools=[read_file])
+    warnings = []
+    agent.on("run.warning", warnings.append)
+    result = await agent.run("go")
+    assert result.error.code == "run_repeated_error"
+    assert result.steps == 4  # warned after the third, stopped at the fourth, not ten
+    assert len(provider.requests) == 4
+    third = provider.requests[3].messages[-1]["content"][0]["content"]
+    assert "failed 3 times in a row" in third[-1]["text"]
+    assert [w.data["error"]["code"] for w in warnings] == ["run_repeated_error"]
+    # the transcript stays valid: every call has its result
+    assert result.messages[-1]["role"] == "tool"
+
+
+async def test_a_different_input_or_a_success_resets_the_repeat_count(workspace):
+    outcomes = iter([False, False, True, False, False, False, False])
+
+    @tool(read_only=True)
+    def flaky(n: int) -> str:
+        """Flaky."""
+        if not next(outcomes):
+            raise RuntimeError("no")
+        return "ok"
+
+    turns = [call("flaky", n=1), call("flaky", n=1), call("flaky", n=1), call("flaky", n=1),
+             call("flaky", n=2), call("flaky", n=1), call("flaky", n=1), "done"]
+    agent, _ = make(workspace, turns, tools=[flaky])
+    result = await agent.run("go")
+    assert result.status == "completed", result.error
