@@ -19,6 +19,7 @@ from typing import Any
 
 from ._event_bus import Emit
 from ._hooks import HookRunner
+from ._output import FINAL_RESULT
 from ._pauses import PauseBroker
 from ._run_state import RunState
 from .context import ToolContext
@@ -109,6 +110,11 @@ class ToolExecutor:
             await self._finish(call_id, name, tool_input, ToolResult.error(error.message), t0, False, error, presentation)
             raise
         result = self._repeated_failure(name, tool_input, result)
+        output = self.state.output
+        if output is not None and name == FINAL_RESULT and result.is_error:
+            stop = output.failed(result.text_content())
+            if stop is not None:
+                self.state.stop = stop
         await self._finish(call_id, name, tool_input, result, t0, blocked, error, presentation)
         self.track(tool, result)
         return {"type": "tool_result", "tool_call_id": call_id, "content": result.content, "is_error": result.is_error}

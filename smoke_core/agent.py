@@ -11,6 +11,7 @@ from typing import Any
 
 from ._event_bus import EventBus, Listener
 from ._hooks import AsyncRegistration, HookRunner
+from ._output import OutputSpec
 from ._pauses import PauseBroker
 from .compaction import Compactor
 from .errors import AgentError
@@ -122,13 +123,21 @@ class Agent:
 
     # ------------------------------------------------------------ runs
 
-    async def run(self, task: str) -> RunResult:
-        """Run ``task`` to the end and return the :class:`RunResult`."""
+    async def run(self, task: str, *, output_type: Any = None, output_retries: int = 2) -> RunResult:
+        """Run ``task`` to the end and return the :class:`RunResult`.
+
+        ``output_type`` (a pydantic model, dataclass, TypedDict or simple
+        type) asks for a typed result: the run ends when the model calls the
+        ``final_result`` tool with arguments that validate, and
+        ``RunResult.output`` holds the validated value; after
+        ``output_retries`` invalid attempts the run fails with ``output_invalid``.
+        """
         if self._current is not None:
             raise RuntimeError("this agent is already running; wait for the run to end or create another agent")
         if not isinstance(task, str) or not task.strip():
             raise ValueError("task must be a non-empty string")
-        handle = RunHandle(self, task, self._run_deps())
+        output = OutputSpec(output_type, retries=output_retries) if output_type is not None else None
+        handle = RunHandle(self, task, self._run_deps(), output=output)
         self._current = handle
         try:
             return await handle.start()
@@ -159,15 +168,15 @@ class Agent:
             redactor=Redactor.from_environment(),
         )
 
-    def run_sync(self, task: str) -> RunResult:
+    def run_sync(self, task: str, *, output_type: Any = None, output_retries: int = 2) -> RunResult:
         """``asyncio.run(agent.run(task))`` for scripts."""
-        return asyncio.run(self.run(task))
+        return asyncio.run(self.run(task, output_type=output_type, output_retries=output_retries))
 
-    async def stream(self, task: str) -> AsyncIterator[Event]:
+    async def stream(self, task: str, *, output_type: Any = None, output_retries: int = 2) -> AsyncIterator[Event]:
         """Run ``task`` and yield its events as they happen. Leaving the loop early aborts the run."""
         queue: asyncio.Queue[Event] = asyncio.Queue()
         off = self.on_any(queue.put_nowait)
-        runner = asyncio.ensure_future(self.run(task))
+        runner = asyncio.ensure_future(self.run(task, output_type=output_type, output_retries=output_retries))
         try:
             while True:
                 getter = asyncio.ensure_future(queue.get())

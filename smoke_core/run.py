@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ._event_bus import EventBus
 from ._hooks import HookRunner
 from ._model_caller import ModelCaller
+from ._output import FINAL_RESULT, OutputSpec
 from ._pauses import PauseBroker
 from ._run_state import Interrupted, RunFailed, RunState
 from ._tool_executor import ToolExecutor
@@ -59,6 +60,8 @@ class RunResult:
     session_id: str | None = None
     steps: int = 0
     events: list[Event] = field(default_factory=list, repr=False)
+    #: the validated result when the run was asked for ``output_type``
+    output: Any = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -94,7 +97,7 @@ class RunHandle:
     :meth:`request_permission`, :meth:`warn`, :meth:`register_tool`.
     """
 
-    def __init__(self, agent: Any, task: str, deps: RunDeps) -> None:
+    def __init__(self, agent: Any, task: str, deps: RunDeps, *, output: OutputSpec | None = None) -> None:
         self.agent = agent
         self.task = task
         self.run_id = "run_" + uuid.uuid4().hex[:12]
@@ -105,7 +108,7 @@ class RunHandle:
         self.workspace: Workspace = options.workspace
         self.cancelled = asyncio.Event()
         self._deps = deps
-        self._st = RunState()
+        self._st = RunState(output=output)
         self._artifacts: Path | None = None
         self._task: asyncio.Task[RunResult] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -284,7 +287,9 @@ class RunHandle:
             await deps.hooks.observe(
                 "after_run", {"run": self, "status": status, "error": error}, self._hook_failed
             )
+        output = st.output.value if st.output is not None and status == "completed" else None
         return RunResult(
+            output=output,
             status=status,
             text=text,
             messages=list(st.messages),
@@ -321,6 +326,14 @@ class RunHandle:
         exposed = self._deps.exposed_tools()
         for tool in st.run_tools:
             exposed.setdefault(tool.name, tool)
+        if st.output is not None:
+            if FINAL_RESULT in exposed:
+                raise RunFailed(AgentErrorInfo.from_code(
+                    "run_internal_error",
+                    f"output_type needs the tool name {FINAL_RESULT!r}, but a tool of that name is registered "
+                    f"({self._deps.registry.source(FINAL_RESULT) or 'this run'}); rename that tool",
+                ))
+            exposed[FINAL_RESULT] = st.output.tool()
         st.tools = exposed
         st.tools_fixed = True
         st.schemas = [t.provider_schema() for t in exposed.values()]
@@ -385,7 +398,17 @@ class RunHandle:
             self._append(reply)
             if not calls:
                 emit("step.ended", {"step": step, "tool_calls": 0, "finish_reason": finish_reason})
-                return "".join(b["text"] for b in reply["content"] if b["type"] == "text")
+                if st.output is None:
+                    return "".join(b["text"] for b in reply["content"] if b["type"] == "text")
+                # a typed run ends only through final_result
+                stop = st.output.failed("the model answered in text instead of calling final_result")
+                if stop is not None:
+                    raise RunFailed(stop)
+                self._append(user_message(
+                    f"Give your final answer by calling the {FINAL_RESULT} tool (the result must match its schema), "
+                    f"not as text."
+                ))
+                continue
 
             results = await self._tools.run_calls(calls)
             self._append({"role": "tool", "content": results})

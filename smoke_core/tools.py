@@ -386,7 +386,7 @@ def _described(annotation: Any, description: str) -> Any:
     return Annotated[annotation, Field(description=description)]
 
 
-def _tool_schema_generator() -> type[Any]:
+def tool_schema_generator() -> type[Any]:
     from pydantic.json_schema import GenerateJsonSchema
 
     class ToolJsonSchema(GenerateJsonSchema):
@@ -402,7 +402,7 @@ def _tool_schema_generator() -> type[Any]:
 def tool_input_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The input schema ``@tool`` derives from a parameters model: pydantic's
     JSON Schema without titles."""
-    schema = model.model_json_schema(schema_generator=_tool_schema_generator())
+    schema = model.model_json_schema(schema_generator=tool_schema_generator())
     schema.pop("title", None)
     return schema
 
