@@ -43,6 +43,8 @@ class RunState:
     same_failures: int = 0
     #: set by a part of the run that wants the loop to stop after this step's results are recorded
     stop: AgentErrorInfo | None = None
+    #: nested AGENTS.md files already offered (or looked for) in this run
+    offered_instructions: set[str] = field(default_factory=set)
     #: the typed output asked for (``run(..., output_type=...)``), an ``_output.OutputSpec``
     output: Any = None
     # tools: registered during before_run, then fixed for the whole run

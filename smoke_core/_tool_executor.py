@@ -19,6 +19,7 @@ from typing import Any
 
 from ._event_bus import Emit
 from ._hooks import HookRunner
+from ._instructions import nested_instructions
 from ._output import FINAL_RESULT
 from ._pauses import PauseBroker
 from ._run_state import RunState
@@ -249,6 +250,8 @@ class ToolExecutor:
             info = AgentErrorInfo.from_code("tool_failed", message, details={"exception": type(exc).__name__})
             return ToolResult.error(message), info, False, tool_input
         result = _coerce_result(raw_result)
+        if tool.kind == "read" and not result.is_error:
+            result = self._offer_nested_instructions(tool, tool_input, result)
         if self.redactor:
             result = _redact_result(result, self.redactor)
         result = self._spill(result, call_id)
@@ -256,6 +259,23 @@ class ToolExecutor:
         if result.is_error:
             error = AgentErrorInfo.from_code("tool_failed", result.text_content()[:500] or f"{name} reported an error")
         return result, error, False, tool_input
+
+    def _offer_nested_instructions(
+        self, tool: ToolDefinition, tool_input: dict[str, Any], result: ToolResult
+    ) -> ToolResult:
+        value = tool.permission_value(tool_input)
+        if not value:
+            return result
+        root = self.workspace.root
+        found = nested_instructions(root, root / value, self.state.offered_instructions)
+        if not found:
+            return result
+        blocks = [
+            {"type": "text", "text": f"[Instructions from {rel} — they apply to the files under "
+                                     f"{rel.rsplit('/', 1)[0]}/]\n{text}"}
+            for rel, text in found
+        ]
+        return result.model_copy(update={"content": [*result.content, *blocks]})
 
     # ------------------------------------------------------------ permission
 
