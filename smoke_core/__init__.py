@@ -29,6 +29,7 @@ __all__ = [
     "Event",
     "Finished",
     "Guards",
+    "Image",
     "MemoryStore",
     "ModelRequest",
     "PermissionGate",
@@ -79,6 +80,7 @@ _LAZY: dict[str, str] = {
     "ToolError": "errors",
     "EVENT_TYPES": "events",
     "Event": "events",
+    "Image": "_images",
     "Agent": "agent",
     "create_agent": "agent",
     "AgentOptions": "options",
@@ -118,6 +120,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from ._images import Image
     from .agent import Agent, create_agent
     from .context import ToolContext
     from .errors import ERROR_CODES, AgentError, AgentErrorInfo, ToolError

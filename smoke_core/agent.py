@@ -6,11 +6,12 @@ import asyncio
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
 from ._event_bus import EventBus, Listener
 from ._hooks import AsyncRegistration, HookRunner
+from ._images import TaskPart, task_content
 from ._output import OutputSpec
 from ._pauses import PauseBroker
 from .compaction import Compactor
@@ -123,8 +124,14 @@ class Agent:
 
     # ------------------------------------------------------------ runs
 
-    async def run(self, task: str, *, output_type: Any = None, output_retries: int = 2) -> RunResult:
+    async def run(
+        self, task: str | Sequence[TaskPart], *, output_type: Any = None, output_retries: int = 2
+    ) -> RunResult:
         """Run ``task`` to the end and return the :class:`RunResult`.
+
+        ``task`` is text, or a list of text and :class:`~smoke_core.Image`
+        parts (``["What is wrong here?", Image.from_path("shot.png")]``); a
+        provider that cannot take images refuses them before any call.
 
         ``output_type`` (a pydantic model, dataclass, TypedDict or simple
         type) asks for a typed result: the run ends when the model calls the
@@ -134,10 +141,15 @@ class Agent:
         """
         if self._current is not None:
             raise RuntimeError("this agent is already running; wait for the run to end or create another agent")
-        if not isinstance(task, str) or not task.strip():
-            raise ValueError("task must be a non-empty string")
+        content, text = task_content(task)
+        if any(b["type"] == "image" for b in content) and getattr(self.provider, "supports_images", True) is False:
+            name = getattr(self.provider, "name", type(self.provider).__name__)
+            raise ValueError(
+                f"provider {name} (model {getattr(self.provider, 'model', '?')}) does not take images; "
+                f"use a model that does, or leave the images out"
+            )
         output = OutputSpec(output_type, retries=output_retries) if output_type is not None else None
-        handle = RunHandle(self, task, self._run_deps(), output=output)
+        handle = RunHandle(self, text, self._run_deps(), output=output, content=content)
         self._current = handle
         try:
             return await handle.start()
@@ -168,11 +180,11 @@ class Agent:
             redactor=Redactor.from_environment(),
         )
 
-    def run_sync(self, task: str, *, output_type: Any = None, output_retries: int = 2) -> RunResult:
+    def run_sync(self, task: str | Sequence[TaskPart], *, output_type: Any = None, output_retries: int = 2) -> RunResult:
         """``asyncio.run(agent.run(task))`` for scripts."""
         return asyncio.run(self.run(task, output_type=output_type, output_retries=output_retries))
 
-    async def stream(self, task: str, *, output_type: Any = None, output_retries: int = 2) -> AsyncIterator[Event]:
+    async def stream(self, task: str | Sequence[TaskPart], *, output_type: Any = None, output_retries: int = 2) -> AsyncIterator[Event]:
         """Run ``task`` and yield its events as they happen. Leaving the loop early aborts the run."""
         queue: asyncio.Queue[Event] = asyncio.Queue()
         off = self.on_any(queue.put_nowait)

@@ -68,8 +68,11 @@ class HTTPProvider:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         headers: dict[str, str] | None = None,
+        supports_images: bool = True,
     ) -> None:
         self.name = name
+        #: False for a model that cannot take images (``provider_options={"supports_images": False}``)
+        self.supports_images = bool(supports_images)
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.env_var = env_var

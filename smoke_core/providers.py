@@ -104,7 +104,9 @@ ProviderEvent = TextDelta | ThoughtDelta | ToolCallRequest | UsageReport | Finis
 
 @runtime_checkable
 class Provider(Protocol):
-    """Implement ``stream``; ``name`` and ``model`` identify the provider."""
+    """Implement ``stream``; ``name`` and ``model`` identify the provider. A
+    provider whose model cannot take images sets ``supports_images = False``
+    (absent means it can): a task with images is then refused before any call."""
 
     name: str
     model: str

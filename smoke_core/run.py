@@ -97,9 +97,18 @@ class RunHandle:
     :meth:`request_permission`, :meth:`warn`, :meth:`register_tool`.
     """
 
-    def __init__(self, agent: Any, task: str, deps: RunDeps, *, output: OutputSpec | None = None) -> None:
+    def __init__(
+        self,
+        agent: Any,
+        task: str,
+        deps: RunDeps,
+        *,
+        output: OutputSpec | None = None,
+        content: list[dict[str, Any]] | None = None,
+    ) -> None:
         self.agent = agent
         self.task = task
+        self._content = content or [{"type": "text", "text": task}]
         self.run_id = "run_" + uuid.uuid4().hex[:12]
         options = deps.options
         self.options = options
@@ -244,7 +253,7 @@ class RunHandle:
         try:
             try:
                 st.messages = deps.load_history()
-                self._append(user_message(self.task))
+                self._append({"role": "user", "content": self._content})
                 self.emit(
                     "run.started",
                     {

@@ -7,7 +7,7 @@ import smoke_core
 EXPECTED = {
     "COMMAND_TOOLS", "ERROR_CODES", "EVENT_TYPES", "FILE_MUTATING_TOOLS", "PHASES", "PHASE_TOOLS",
     "READ_ONLY_TOOLS", "SEARCH_FAMILY_TOOLS", "TOOL_GROUPS", "Agent", "AgentError", "AgentErrorInfo",
-    "AgentOptions", "Event", "Finished", "Guards", "MemoryStore", "ModelRequest", "PermissionGate",
+    "AgentOptions", "Event", "Finished", "Guards", "Image", "MemoryStore", "ModelRequest", "PermissionGate",
     "PermissionRequest", "Provider", "RetryPolicy", "RunHandle", "RunResult", "Store", "TextDelta",
     "ThoughtDelta", "ToolAnnotations", "ToolCallRequest", "ToolContext", "ToolDefinition", "ToolError",
     "ToolPresentation", "ToolRegistry", "ToolResult", "Usage", "UsageReport", "Workspace", "WorkspaceError",

@@ -138,6 +138,7 @@ class DemoProvider(ScriptedProvider):
     """The simulated model of ``smoke demo`` (provider name ``demo``)."""
 
     name = "demo"
+    supports_images = False
 
     def __init__(self, *, model: str | None = None, **_: Any) -> None:
         super().__init__(demo_turns(), model=model or "smoke-demo-simulated", chunk_size=14)

@@ -38,6 +38,8 @@ STOP_REASONS = {
 
 
 def _image(block: dict[str, Any]) -> dict[str, Any]:
+    if block.get("url"):
+        return {"type": "image", "source": {"type": "url", "url": block["url"]}}
     return {
         "type": "image",
         "source": {"type": "base64", "media_type": block.get("mime_type") or "image/png", "data": block.get("data", "")},

@@ -49,11 +49,13 @@ class OpenAIChatProvider(HTTPProvider):
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         headers: dict[str, str] | None = None,
+        supports_images: bool = True,
     ) -> None:
         super().__init__(
             model=model, base_url=base_url, name=name, api_key=api_key, env_var=env_var,
             key_required=key_required, user_id=user_id, idle_timeout=idle_timeout,
             connect_timeout=connect_timeout, request_timeout=request_timeout, headers=headers,
+            supports_images=supports_images,
         )
 
     def __repr__(self) -> str:

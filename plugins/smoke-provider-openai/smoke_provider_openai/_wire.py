@@ -37,6 +37,8 @@ FINISH_REASONS = {
 
 
 def _data_url(block: dict[str, Any]) -> str:
+    if block.get("url"):
+        return str(block["url"])
     return f"data:{block.get('mime_type') or 'image/png'};base64,{block.get('data', '')}"
 
 
