@@ -13,6 +13,7 @@ from typing import Any
 
 from ._event_bus import Emit
 from ._hooks import HookRunner
+from ._pricing import price_usd
 from ._run_state import RunFailed, RunState
 from .compaction import summarise_with
 from .errors import AgentError, AgentErrorInfo
@@ -136,6 +137,12 @@ class ModelCaller:
                     details={"exception": type(exc).__name__},
                 )
             else:
+                if usage.total_tokens:
+                    usage.cost_usd = price_usd(
+                        usage, model=request.model or self.model,
+                        base_url=getattr(self.provider, "base_url", None),
+                        price_as=getattr(self.provider, "price_as", None),
+                    )
                 self.state.usage.add(usage)
                 await self._after(reply, usage, t0, None, step)
                 if self.listening("usage.updated"):

@@ -69,8 +69,11 @@ class HTTPProvider:
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         headers: dict[str, str] | None = None,
         supports_images: bool = True,
+        price_as: str | None = None,
     ) -> None:
         self.name = name
+        #: price calls as this ``genai-prices`` provider (a gateway or proxy in front of it)
+        self.price_as = price_as
         #: False for a model that cannot take images (``provider_options={"supports_images": False}``)
         self.supports_images = bool(supports_images)
         self.model = model

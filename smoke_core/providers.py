@@ -27,17 +27,28 @@ class Usage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
+    #: US dollars, when the model's price is known (``genai-prices``); None = unknown
+    cost_usd: float | None = None
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
     def add(self, other: Usage) -> None:
+        """Add ``other``; the cost stays known only while every part of it is."""
+        had = self.total_tokens > 0 or self.cost_usd is not None
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.cache_read_tokens += other.cache_read_tokens
         self.cache_write_tokens += other.cache_write_tokens
         self.reasoning_tokens += other.reasoning_tokens
+        if other.cost_usd is None:
+            if other.total_tokens:
+                self.cost_usd = None
+        elif not had:
+            self.cost_usd = other.cost_usd
+        elif self.cost_usd is not None:
+            self.cost_usd += other.cost_usd
 
     def to_dict(self) -> dict[str, int]:
         return {
@@ -47,6 +58,7 @@ class Usage:
             "cache_write_tokens": self.cache_write_tokens,
             "reasoning_tokens": self.reasoning_tokens,
             "total_tokens": self.total_tokens,
+            "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 8),
         }
 
 

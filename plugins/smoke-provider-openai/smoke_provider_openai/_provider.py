@@ -50,12 +50,13 @@ class OpenAIChatProvider(HTTPProvider):
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         headers: dict[str, str] | None = None,
         supports_images: bool = True,
+        price_as: str | None = None,
     ) -> None:
         super().__init__(
             model=model, base_url=base_url, name=name, api_key=api_key, env_var=env_var,
             key_required=key_required, user_id=user_id, idle_timeout=idle_timeout,
             connect_timeout=connect_timeout, request_timeout=request_timeout, headers=headers,
-            supports_images=supports_images,
+            supports_images=supports_images, price_as=price_as,
         )
 
     def __repr__(self) -> str:

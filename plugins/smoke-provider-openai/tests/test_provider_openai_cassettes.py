@@ -346,3 +346,50 @@ async def test_preset_request_shape_matches_recording(
         assert sent.headers[name] == recorded.request_headers[name]
     assert sorted(sent.json) == sorted(recorded.request_body)
     assert normalise(sent.json) == normalise(recorded.request_body)
+
+
+async def test_cost_from_recorded_usage_is_what_genai_prices_gives(tmp_path: Path) -> None:
+    from genai_prices import Usage as PriceUsage
+    from genai_prices import calc_price
+
+    cas = cassette("a_openai_chat_nonstream_tool_calls.yaml")
+
+    @tool
+    def get_user_country() -> str:
+        "Country of the user."
+        return "Mexico"
+
+    @tool
+    def final_result(city: str, country: str, ctx: Any) -> str:
+        "The final response."
+        ctx.finish(f"{city}, {country}")
+        return "done"
+
+    tools = tools_like(cas.interactions[0].request_body, {"get_user_country": get_user_country,
+                                                          "final_result": final_result})
+    settings = {"stream": False, "n": 1, "tool_choice": "required"}
+    costs = []
+    for price_as in ("openai", None):
+        async with FakeProviderServer(cas.replies()) as server:
+            agent = create_agent(
+                tmp_path, provider="openai", model="gpt-4o", base_url=server.url + "/v1", api_key="sk-test",
+                tools=tools, system_prompt="", model_settings=settings, plugins=[smoke_provider_openai],
+                autoload_plugins=False, auto_approve=True, retry=FAST, provider_options={"price_as": price_as},
+            )
+            updates: list[Any] = []
+            agent.on("usage.updated", updates.append)
+            try:
+                result = await agent.run("What is the largest city in the user country?")
+            finally:
+                await agent.aclose()
+        assert result.status == "completed"
+        costs.append((result.usage.cost_usd, [u.data["usage"]["cost_usd"] for u in updates]))
+    expected = sum(
+        float(calc_price(PriceUsage(input_tokens=i, output_tokens=o), "gpt-4o", provider_id="openai").total_price)
+        for i, o in ((68, 12), (89, 36))
+    )
+    priced, unpriced = costs
+    assert priced[0] == pytest.approx(expected, rel=1e-9) and priced[0] > 0
+    assert priced[1][-1] == pytest.approx(expected, abs=1e-8)
+    # a local server is not priced unless told what it serves: no guess
+    assert unpriced == (None, [None, None])
