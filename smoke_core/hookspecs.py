@@ -217,7 +217,7 @@ def before_model_call(
 @hookspec
 def after_model_call(
     response: dict[str, Any] | None,
-    usage: dict[str, int],
+    usage: dict[str, int | float | None],
     duration_ms: float,
     error: AgentErrorInfo | None,
     step: int,

@@ -50,7 +50,7 @@ class Usage:
         elif self.cost_usd is not None:
             self.cost_usd += other.cost_usd
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, int | float | None]:
         return {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
