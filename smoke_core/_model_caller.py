@@ -50,6 +50,7 @@ class ModelCaller:
         check_abort: Callable[[], None],
         hook_run: Any,
         on_hook_error: Callable[[str, str, BaseException], None],
+        call_id_prefix: str = "",
     ) -> None:
         self.provider = provider
         self.retry = retry
@@ -65,6 +66,7 @@ class ModelCaller:
         self.check_abort = check_abort
         self.hook_run = hook_run  # the RunHandle, as hooks see it
         self.on_hook_error = on_hook_error
+        self.call_id_prefix = call_id_prefix  # a subagent's own ids never clash with its parent's
         self.rand = random.random
 
     @property
@@ -218,7 +220,8 @@ class ModelCaller:
         step = self.state.step
         for i, call in enumerate(calls):
             args: Any = call.arguments
-            block = {"type": "tool_call", "id": call.id or f"call_{step}_{i}", "name": call.name}
+            block = {"type": "tool_call", "id": self.call_id_prefix + (call.id or f"call_{step}_{i}"),
+                     "name": call.name}
             if isinstance(args, str):
                 stripped = args.strip()
                 if not stripped:

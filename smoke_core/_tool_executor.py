@@ -77,13 +77,17 @@ class ToolExecutor:
     async def run_calls(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``tool_result`` blocks for ``calls``, in order."""
         tools = self.state.tools
+
+        def concurrent(call: dict[str, Any]) -> bool:
+            tool = tools.get(call["name"])
+            return tool is not None and tool.runs_concurrently(call.get("input") or {})
+
         results: list[dict[str, Any] | None] = [None] * len(calls)
         i = 0
         while i < len(calls):
-            tool = tools.get(calls[i]["name"])
-            if tool is not None and tool.read_only:
+            if concurrent(calls[i]):
                 j = i
-                while j < len(calls) and (t := tools.get(calls[j]["name"])) is not None and t.read_only:
+                while j < len(calls) and concurrent(calls[j]):
                     j += 1
                 if j - i > 1:
                     results[i:j] = await asyncio.gather(*(self.run_call(c) for c in calls[i:j]))

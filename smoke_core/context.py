@@ -36,6 +36,7 @@ class ToolContext:
         artifacts_dir: Callable[[], Path],
         options: Any = None,
         state: dict[str, Any] | None = None,
+        subagent: Callable[..., Awaitable[Any]] | None = None,
     ) -> None:
         self.workspace = workspace
         self.run_id = run_id
@@ -50,6 +51,7 @@ class ToolContext:
         self._finish = finish
         self._artifacts_dir = artifacts_dir
         self.options = options
+        self._subagent = subagent
         #: Run-scoped scratch space shared by the tools of one run (e.g. background processes).
         self.state: dict[str, Any] = state if state is not None else {}
 
@@ -98,6 +100,29 @@ class ToolContext:
         the rest of the run. The same text is added once; returns False if it
         was already there."""
         return self._add_instructions(text)
+
+    async def run_subagent(
+        self,
+        prompt: str,
+        *,
+        system_prompt: str | None = None,
+        tools: list[str] | None = None,
+        max_steps: int | None = None,
+        output_type: Any = None,
+    ) -> Any:
+        """Run a child agent on ``prompt`` with a fresh context and return its
+        :class:`~smoke_core.RunResult`. The child uses this run's provider,
+        hooks, permission gate (rules, mode, the same person answering) and
+        sandbox — never looser; ``tools`` narrows the tools it gets (names
+        from this run's tools). Its events reach this agent's listeners with
+        ``parent_tool_call_id`` = this call; aborting this run aborts it.
+        Raises :class:`~smoke_core.ToolError` past ``Guards.subagent_depth``."""
+        if self._subagent is None:
+            raise RuntimeError("this tool context cannot start subagents (it was not made by a run)")
+        return await self._subagent(
+            self.tool_call_id, prompt, system_prompt=system_prompt, tools=tools, max_steps=max_steps,
+            output_type=output_type,
+        )
 
     def finish(self, summary: str) -> None:
         """End the run as completed with ``summary`` once this step's calls are done."""

@@ -35,6 +35,10 @@ EventType = Literal[
     "compaction.completed",
     "todo.updated",
     "usage.updated",
+    "subagent.started",
+    "subagent.completed",
+    "subagent.failed",
+    "subagent.interrupted",
 ]
 
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
@@ -67,6 +71,10 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "compaction.completed": ("messages_before", "messages_after", "estimated_tokens"),
     "todo.updated": ("todos",),
     "usage.updated": ("usage", "step_usage"),
+    "subagent.started": ("task", "provider", "model", "tools", "step_limit", "parent_tool_call_id"),
+    "subagent.completed": ("text", "usage", "steps", "parent_tool_call_id"),
+    "subagent.failed": ("error", "usage", "steps", "parent_tool_call_id"),
+    "subagent.interrupted": ("reason", "usage", "steps", "parent_tool_call_id"),
 }
 
 

@@ -19,6 +19,8 @@ class Guards:
     #: the same tool with the same input failing this many times in a row:
     #: the model is warned; once more and the run fails (``run_repeated_error``)
     repeated_tool_error: int = 3
+    #: how deep subagents may nest (a subagent's own subagents are depth 2)
+    subagent_depth: int = 2
 
 
 @dataclass(slots=True)

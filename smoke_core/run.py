@@ -16,6 +16,7 @@ nothing private of the agent.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import uuid
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from ._pauses import PauseBroker
 from ._run_state import Interrupted, RunFailed, RunState
 from ._tool_executor import ToolExecutor
 from .context import ToolContext
-from .errors import AgentError, AgentErrorInfo
+from .errors import AgentError, AgentErrorInfo, ToolError
 from .events import Event
 from .messages import Message, user_message
 from .options import AgentOptions, Guards
@@ -105,6 +106,8 @@ class RunHandle:
         *,
         output: OutputSpec | None = None,
         content: list[dict[str, Any]] | None = None,
+        parent: RunHandle | None = None,
+        parent_tool_call_id: str | None = None,
     ) -> None:
         self.agent = agent
         self.task = task
@@ -121,12 +124,22 @@ class RunHandle:
         self._artifacts: Path | None = None
         self._task: asyncio.Task[RunResult] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.emit = deps.bus.emitter(self.run_id, self.session_id)
-        self._listening = deps.bus.listening
+        #: the run that started this one as a subagent (None for a top-level run)
+        self.parent = parent
+        self.parent_tool_call_id = parent_tool_call_id
+        self.depth: int = 0 if parent is None else parent.depth + 1
+        self._listening: Callable[[str], bool]
+        if parent is None:
+            self.emit = deps.bus.emitter(self.run_id, self.session_id)
+            self._listening = deps.bus.listening
+        else:
+            self.emit, self._listening = _subagent_emitter(deps.bus, self.run_id, self.session_id,
+                                                           parent_tool_call_id)
         self._model = ModelCaller(
             provider=deps.provider, retry=deps.retry, guards=deps.guards, hooks=deps.hooks, emit=self.emit,
             listening=self._listening, state=self._st, model_settings=deps.model_settings, user_id=self.user_id,
             system_prompt=self.system_prompt, base_system=deps.system_prompt, check_abort=self._check_abort, hook_run=self,
+            call_id_prefix="" if parent_tool_call_id is None else f"{parent_tool_call_id}.",
             on_hook_error=self._hook_failed,
         )
         self._tools = ToolExecutor(
@@ -352,8 +365,11 @@ class RunHandle:
         self._deps.store_append(message)
 
     def _check_abort(self) -> None:
-        if self.cancelled.is_set():
-            raise Interrupted()
+        run: RunHandle | None = self
+        while run is not None:
+            if run.cancelled.is_set():
+                raise Interrupted()
+            run = run.parent
 
     async def _loop_steps(self) -> str | None:
         deps = self._deps
@@ -453,7 +469,59 @@ class RunHandle:
             artifacts_dir=lambda: self.artifacts_dir,
             options=self.options,
             state=self._st.scratch,
+            subagent=self._run_subagent,
         )
+
+    async def _run_subagent(
+        self,
+        parent_tool_call_id: str,
+        prompt: str,
+        *,
+        system_prompt: str | None = None,
+        tools: list[str] | None = None,
+        max_steps: int | None = None,
+        output_type: Any = None,
+    ) -> RunResult:
+        """A child run with a fresh context under this run's policy (see
+        :meth:`ToolContext.run_subagent`)."""
+        deps = self._deps
+        limit = deps.guards.subagent_depth
+        if not limit or self.depth + 1 > limit:
+            raise ToolError(
+                f"a subagent cannot start another one here: subagents nest at most {limit} deep "
+                f"(Guards.subagent_depth); do this part yourself",
+            )
+        available = {n: t for n, t in self._st.tools.items() if n != FINAL_RESULT}
+        if tools is not None:
+            unknown = [n for n in tools if n not in available]
+            if unknown:
+                raise ToolError(
+                    f"the subagent asks for tools this run does not have: {', '.join(unknown)}; "
+                    f"available: {', '.join(sorted(available))}",
+                    code="tool_invalid_input",
+                )
+            available = {n: available[n] for n in tools}
+        if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
+            raise ToolError(f"max_steps must be a positive whole number, got {max_steps!r}", code="tool_invalid_input")
+        options = dataclasses.replace(self.options, max_steps=max_steps or self.options.max_steps)
+        child_deps = dataclasses.replace(
+            deps,
+            options=options,
+            exposed_tools=lambda: dict(available),
+            load_history=list,
+            store_append=_discard,
+            compactor=type(deps.compactor)(context_window=deps.compactor.context_window),
+            system_prompt=deps.system_prompt if system_prompt is None else system_prompt,
+        )
+        output = OutputSpec(output_type) if output_type is not None else None
+        child = RunHandle(self.agent, prompt, child_deps, output=output, parent=self,
+                          parent_tool_call_id=parent_tool_call_id)
+        child._loop = self._loop
+        result = await child._execute()
+        self._st.usage.add(result.usage)  # the parent's totals include what its subagents spent
+        if self._listening("usage.updated"):
+            self.emit("usage.updated", {"usage": self._st.usage.to_dict(), "step_usage": result.usage.to_dict()})
+        return result
 
     def _emit_threadsafe(self, type: str, data: dict[str, Any]) -> None:
         redactor = self._deps.redactor
@@ -485,6 +553,38 @@ class RunHandle:
         answer = await self._deps.pauses.wait(call_id)
         self.emit("ask_user.response", {"tool_call_id": call_id, "text": answer})
         return answer
+
+
+#: how a subagent's events reach its parent's listeners: lifecycle events are
+#: renamed (a subagent's run.completed is not the run's), bookkeeping of its
+#: own loop stays inside, the rest is forwarded; all carry parent_tool_call_id.
+_SUBAGENT_RENAMED = {
+    "run.started": "subagent.started", "run.completed": "subagent.completed",
+    "run.failed": "subagent.failed", "run.interrupted": "subagent.interrupted",
+}
+_SUBAGENT_DROPPED = frozenset({
+    "step.started", "step.ended", "phase.changed", "usage.updated", "compaction.started", "compaction.completed",
+})
+
+
+def _subagent_emitter(
+    bus: EventBus, run_id: str, session_id: str | None, parent_tool_call_id: str | None
+) -> tuple[Callable[[str, dict[str, Any]], None], Callable[[str], bool]]:
+    emit = bus.emitter(run_id, session_id)
+
+    def forward(type: str, data: dict[str, Any]) -> None:
+        if type in _SUBAGENT_DROPPED:
+            return
+        emit(_SUBAGENT_RENAMED.get(type, type), {**data, "parent_tool_call_id": parent_tool_call_id})
+
+    def listening(type: str) -> bool:
+        return type not in _SUBAGENT_DROPPED and bus.listening(_SUBAGENT_RENAMED.get(type, type))
+
+    return forward, listening
+
+
+def _discard(message: Message) -> None:
+    pass
 
 
 def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
