@@ -680,3 +680,20 @@ async def test_request_bodies_are_capped(tmp_path: Path) -> None:
         ok = await client.post("/api/runs", json={"task": "z" * (1024 * 1024 - 100)}, headers=h)
         assert ok.status_code == 202
         await app.state.ui.wait_idle()
+
+
+async def test_a_page_asking_for_dropped_events_is_told(tmp_path: Path) -> None:
+    app = create_app(scripted_factory(tmp_path, full_script), store=MemoryStore(), replay_budget_bytes=2048)
+    h = auth(app)
+    async with serving(app) as client, events(client, app) as sse:
+        await client.post("/api/runs", json={"task": "write a note"}, headers=h)
+        required = await sse.until("permission.required")
+        async with events(client, app, since=0) as late:
+            await late.until("ui.hello")
+            _, gap = await late.next()
+            assert gap["type"] == "ui.replay_gap" and gap["data"]["budget_bytes"] == 2048
+            # the pending approval survived the tiny budget: a late page can still answer it
+            assert (await late.until("permission.required"))["data"] == required["data"]
+        assert app.state.ui.hub.replay_bytes <= 2048 + len(json.dumps(required)) * 4
+        await client.post("/api/abort", headers=h)
+        await sse.until("run.interrupted")

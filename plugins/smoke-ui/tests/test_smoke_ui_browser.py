@@ -595,3 +595,45 @@ def test_keyboard_sessions_and_cost(browser: Any, tmp_path: Path) -> None:
             assert page.js_errors == []
         finally:
             page.close()
+
+
+# ---------------------------------------------------------------- a page opened mid-run
+
+
+@tool(read_only=True, presentation={"label": "Build", "icon": "🏗️"})
+async def build(ctx: ToolContext) -> str:
+    """Print some output, then ask."""
+    for line in ("step 1\n", "step 2\n", "step 3\n"):
+        ctx.emit_output(line)
+    return "built, answer: " + await ctx.ask_user("Deploy now?", options=["yes", "no"])
+
+
+def test_a_page_opened_mid_run_sees_the_output_so_far_and_can_answer(browser: Any, tmp_path: Path) -> None:
+    script = [{"text": "Building *now*.", "tool_calls": [{"id": "b1", "name": "build", "input": {}}]}, "Deployed."]
+    app = create_app(lambda **kw: create_agent(tmp_path, provider=ScriptedProvider(script, chunk_size=3),
+                                               autoload_plugins=False, plugins=[], tools=[build], **kw),
+                     store=MemoryStore())
+    with ServerThread(app) as server:
+        wait_healthy(server.url)
+        first = open_page(browser, server, app)
+        try:
+            send_task(first, "build it")
+            first.wait_for_selector('[data-testid="question-card"]', timeout=WAIT_MS)
+            late = open_page(browser, server, app)  # replays from the coalesced log
+            try:
+                late_card = card(late, "build")
+                late_card.locator('[data-testid="question-card"]').wait_for(timeout=WAIT_MS)
+                expected = "step 1\nstep 2\nstep 3\n"
+                assert late_card.locator('[data-testid="tool-output"]').text_content() == expected
+                assert card(first, "build").locator('[data-testid="tool-output"]').text_content() == expected
+                message = late.locator('[data-testid="assistant-message"]')
+                assert message.locator("em").inner_text() == "now"  # the text.end replay carries the Markdown
+                late.locator('[data-testid="question-option"]', has_text="yes").click()
+                late.wait_for_selector('[data-testid="final-message"]', timeout=WAIT_MS)
+                first.wait_for_selector('[data-testid="final-message"]', timeout=WAIT_MS)
+                assert first.locator('[data-testid="question-answer"]').inner_text() == "Answer: yes"
+                assert late.js_errors == [] and first.js_errors == []
+            finally:
+                late.close()
+        finally:
+            first.close()

@@ -117,6 +117,7 @@ def test_three_flood_runs_keep_the_server_within_twice_its_idle_memory(server: d
     assert after["VmHWM"] <= 2 * idle, (idle, after)  # not even the peak went past it
 
 
+@pytest.mark.slow
 def test_an_oversize_body_gets_413_without_the_memory_jumping(server: dict[str, Any]) -> None:
     pid, token = server["pid"], server["token"]
     parts = urlsplit(server["url"])

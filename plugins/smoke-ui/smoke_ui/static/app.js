@@ -131,11 +131,18 @@
     // approvals, questions, inputs: every whitespace run and tab is shown
     strict: new RegExp(SPECIAL_SRC + "|[ \\t]{2,}|\\t|" + ODD_SPACE_SRC, "gu"),
     // diffs and file content: indentation stays, very long runs are shown
-    code: new RegExp(SPECIAL_SRC + "|[ \\t]{16,}|" + ODD_SPACE_SRC, "gu"),
+    code: new RegExp(SPECIAL_SRC + "|[ \\t]{" + 16 + ",}|" + ODD_SPACE_SRC, "gu"),
     // messages and tool output
     text: new RegExp(SPECIAL_SRC, "gu"),
   };
-  const RUN_MARK = { strict: 8, code: 16 }; // runs at least this long become one "⟨N spaces⟩" mark
+  // A blank run becomes one "⟨N spaces⟩" mark from this length: inside a line
+  // (after other text) from 16, as indentation (at a line start) from 80.
+  const RUN_INSIDE = 16;
+  const RUN_LEADING = 80;
+
+  function suspiciousRun(length, leading) {
+    return length >= (leading ? RUN_LEADING : RUN_INSIDE);
+  }
 
   const NAMES = {
     0x00: ["\\0", "NUL"], 0x07: ["\\a", "BEL (bell)"], 0x08: ["\\b", "BS (backspace): a terminal erases the character before it"],
@@ -168,7 +175,7 @@
   }
 
   // [mark text, explanation, kind] for one match of PATTERNS
-  function markFor(match, mode) {
+  function markFor(match, mode, leading) {
     const cp = match.codePointAt(0);
     if (cp === 0x1b) {
       const rest = match.slice(1);
@@ -180,7 +187,8 @@
         const spaces = (match.match(/ /g) || []).length;
         const tabs = match.length - spaces;
         const what = [spaces ? fmt(spaces) + (spaces === 1 ? " space" : " spaces") : "", tabs ? fmt(tabs) + (tabs === 1 ? " tab" : " tabs") : ""].filter(Boolean).join(" + ");
-        if (match.length >= (RUN_MARK[mode] || 8)) return ["⟨" + what + "⟩", "a run of " + what, "ws"];
+        if (suspiciousRun(match.length, leading)) return ["⟨" + what + "⟩", "a run of " + what, "ws"];
+        if (mode === "code") return null; // ordinary indentation or alignment in code
         return [match.replace(/ /g, "·").replace(/\t/g, "\\t"), what, "ws"];
       }
     }
@@ -207,8 +215,11 @@
     let last = 0;
     let m;
     while ((m = re.exec(text)) !== null) {
+      const leading = m.index === 0 || text[m.index - 1] === "\n";
+      const found = markFor(m[0], mode, leading);
+      if (!found) continue; // left as it is; the text up to here is appended later
       if (m.index > last) frag.append(text.slice(last, m.index));
-      const [mark, title, kind] = markFor(m[0], mode);
+      const [mark, title, kind] = found;
       const cps = Array.from(m[0].slice(0, 4)).map((c) => "U+" + hex(c.codePointAt(0), 4)).join(" ");
       frag.append(el("span", { class: "ctl ctl-" + kind, title, "data-ctl": cps, "data-raw-length": m[0].length, text: mark }));
       last = m.index + m[0].length;
@@ -236,8 +247,11 @@
       const cp = m[0].codePointAt(0);
       if ((cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp === 0x200e || cp === 0x200f || cp === 0x061c) out.bidi += 1;
     }
-    const runs = text.match(/[ \t\u00a0\u2000-\u200a\u3000]{8,}/g) || [];
-    for (const r of runs) out.longestRun = Math.max(out.longestRun, r.length);
+    const runs = /[ \t\u00a0\u2000-\u200a\u3000]{16,}/g;
+    while ((m = runs.exec(text)) !== null) {
+      const leading = m.index === 0 || text[m.index - 1] === "\n";
+      if (suspiciousRun(m[0].length, leading)) out.longestRun = Math.max(out.longestRun, m[0].length);
+    }
     return out;
   }
 
@@ -273,7 +287,7 @@
         " (shown as marks like ⟨ESC M⟩, \\r or ⟨U+202E⟩): a terminal or editor may display this text differently from what runs." +
         (info.bidi ? " Includes " + fmt(info.bidi) + " bidi control" + (info.bidi === 1 ? "" : "s") + " that reorder text." : "")]);
     }
-    if (info.longestRun >= 8) {
+    if (info.longestRun) {
       items.push(["whitespace", "Contains a run of " + fmt(info.longestRun) + " blank characters (shown as ⟨N spaces⟩): text after it may be out of sight elsewhere."]);
     }
     if (!items.length) return null;
