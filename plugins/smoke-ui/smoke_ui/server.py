@@ -17,8 +17,13 @@ Wire protocol (all under ``/api``, every call needs the server's token in the
 - ``GET /api/state``, ``GET /api/sessions``, ``GET /api/sessions/{id}``,
   ``POST /api/sessions`` for the page's initial state and the session list.
 
+- ``PATCH /api/sessions/{id}`` ``{title}`` renames a session, ``DELETE
+  /api/sessions/{id}`` deletes it (409 while that session runs).
+
 State-changing requests carrying an ``Origin`` header must come from the
-server's own origin (403 otherwise).
+server's own origin (403 otherwise). Request bodies are capped (413 beyond
+:data:`DEFAULT_MAX_BODY_BYTES` for runs and answers, :data:`SMALL_BODY_BYTES`
+elsewhere). The replay log is bounded in bytes (:mod:`smoke_ui.replay`).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import json
 import logging
 import re
 import secrets
-from collections import deque
+import unicodedata
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +47,9 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from .render import edit_preview, highlight_css, markdown_html
+from .replay import DEFAULT_REPLAY_BUDGET, EventHub
+
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -49,13 +57,31 @@ if TYPE_CHECKING:
     from smoke_core.events import Event
     from smoke_core.store import Store
 
-__all__ = ["STATIC_DIR", "AgentFactory", "EventHub", "UIState", "create_app", "open_store"]
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "SMALL_BODY_BYTES",
+    "STATIC_DIR",
+    "AgentFactory",
+    "EventHub",
+    "UIState",
+    "create_app",
+    "open_store",
+]
 
 log = logging.getLogger("smoke.ui")
 
 STATIC_DIR = Path(__file__).with_name("static")
 TOKEN_HEADER = "x-smoke-token"
 KEEPALIVE_SECONDS = 15.0
+RECONNECT_MS = 1000
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+"""Largest request body for ``POST /api/runs`` and ``POST /api/questions/…`` (1 MiB)."""
+SMALL_BODY_BYTES = 16 * 1024
+"""Largest request body for every other request (16 KiB)."""
+_LARGE_BODY_PATHS = ("/api/runs", "/api/questions/")
+_DRAIN_BYTES = 64 * 1024 * 1024
+_DRAIN_SECONDS = 5.0
+MAX_TITLE_CHARS = 200
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _TERMINAL = {"run.completed": "completed", "run.failed": "failed", "run.interrupted": "interrupted"}
@@ -78,51 +104,6 @@ def open_store(workspace: str | Path) -> Store:
 
 
 # ---------------------------------------------------------------- events
-
-
-class EventHub:
-    """Fans events out to SSE subscribers and keeps a bounded replay log, so a
-    page that connects late (or reconnects) sees the whole run in order."""
-
-    def __init__(self, *, max_log: int = 20_000) -> None:
-        self._log: deque[tuple[int, str]] = deque(maxlen=max_log)
-        self._seq = 0
-        self._subscribers: set[asyncio.Queue[tuple[int, str] | None]] = set()
-        self.closed = False
-
-    @property
-    def last_seq(self) -> int:
-        return self._seq
-
-    def publish(self, payload: dict[str, Any]) -> int:
-        """Add one event (a JSON-ready dict); returns its sequence number."""
-        self._seq += 1
-        item = (self._seq, json.dumps(payload, ensure_ascii=False, default=str))
-        self._log.append(item)
-        for queue in list(self._subscribers):
-            queue.put_nowait(item)
-        return self._seq
-
-    def subscribe(self, since: int = 0) -> tuple[list[tuple[int, str]], asyncio.Queue[tuple[int, str] | None]]:
-        """The logged events after ``since`` and a queue receiving the next ones
-        (``None`` when the hub closes). Call :meth:`unsubscribe` when done."""
-        backlog = [item for item in self._log if item[0] > since]
-        queue: asyncio.Queue[tuple[int, str] | None] = asyncio.Queue()
-        if self.closed:
-            queue.put_nowait(None)
-        else:
-            self._subscribers.add(queue)
-        return backlog, queue
-
-    def unsubscribe(self, queue: asyncio.Queue[tuple[int, str] | None]) -> None:
-        self._subscribers.discard(queue)
-
-    def close(self) -> None:
-        """End every open stream (called before the server shuts down)."""
-        self.closed = True
-        for queue in list(self._subscribers):
-            queue.put_nowait(None)
-        self._subscribers.clear()
 
 
 def _sse(data: str, *, id: int | None = None) -> str:
@@ -156,6 +137,7 @@ class UIState:
         fresh_session_per_run: bool,
         on_close: Iterable[Callable[[], Any]] = (),
         owns_store: bool = False,
+        replay_budget_bytes: int = DEFAULT_REPLAY_BUDGET,
     ) -> None:
         from smoke_core.agent import new_session_id
 
@@ -167,7 +149,7 @@ class UIState:
         self.title = title
         self.demo_label = demo_label
         self.fresh_session_per_run = fresh_session_per_run
-        self.hub = EventHub()
+        self.hub = EventHub(budget_bytes=replay_budget_bytes)
         self.agents: dict[str, Agent] = {}
         self.session_id = new_session_id()
         self.status = "idle"
@@ -241,17 +223,22 @@ class UIState:
             self.pending_questions.clear()
 
     def _on_event(self, event: Event) -> None:
-        payload = event.to_dict()
+        payload = event.to_dict()  # a new dict; ``data`` is shared with other listeners: never mutated
         t = event.type
         data = event.data
+        ui = self._extras(t, data)
+        if ui:
+            payload["ui"] = ui
         if t == "run.started":
             self.status = "running"
         elif t in _TERMINAL:
             self.status = _TERMINAL[t]
+            if isinstance(data.get("usage"), dict):
+                self.usage = data["usage"]
         elif t == "usage.updated":
             self.usage = data.get("usage")
         elif t == "permission.required":
-            self.pending_permissions[data["tool_call_id"]] = data
+            self.pending_permissions[data["tool_call_id"]] = {**data, **({"ui": ui} if ui else {})}
         elif t == "permission.resolved":
             self.pending_permissions.pop(str(data.get("tool_call_id")), None)
         elif t == "ask_user.required":
@@ -259,6 +246,22 @@ class UIState:
         elif t == "ask_user.response":
             self.pending_questions.pop(str(data.get("tool_call_id")), None)
         self.hub.publish(payload)
+
+    def _extras(self, t: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        """What the page needs beyond the event: Markdown as safe HTML for a
+        message, the diff of an edit awaiting approval. Never fatal."""
+        try:
+            if t in ("text.end", "run.completed") and isinstance(data.get("text"), str):
+                html = markdown_html(data["text"])
+                return {"html": html} if html else None
+            if t == "permission.required" and data.get("kind", "tool") == "tool":
+                agent = self._running
+                root = getattr(getattr(agent, "workspace", None), "root", None)
+                diff = edit_preview(str(data.get("tool_name")), data.get("input") or {}, root)
+                return {"diff": diff} if diff else None
+        except Exception:
+            log.exception("smoke-ui: could not prepare %s for the page", t)
+        return None
 
     def resolve_permission(self, tool_call_id: str, decision: str) -> None:
         from smoke_core.permissions import ANSWERS
@@ -308,6 +311,45 @@ class UIState:
 
     # ------------------------------------------------------------ views
 
+    def _check_managed(self, session_id: str) -> Any:
+        # duck-typed: ManagedStore is not @runtime_checkable itself (isinstance needs it from Python 3.12)
+        if not all(callable(getattr(self.store, m, None)) for m in ("rename_session", "delete_session")):
+            raise UIError(501, f"this server's store ({type(self.store).__name__}) cannot rename or delete sessions")
+        if not any(s.session_id == session_id for s in self.store.list_sessions()):
+            raise UIError(404, f"no session {session_id!r} in this server's store")
+        running = self._running
+        if self.running and running is not None and running.session_id == session_id:
+            raise UIError(409, "this session is running: stop the run (or wait for it to end) first")
+        return self.store
+
+    def rename_session(self, session_id: str, title: str) -> str:
+        title = title.strip()
+        if not title:
+            raise UIError(400, "title must be a non-empty string")
+        if len(title) > MAX_TITLE_CHARS:
+            raise UIError(400, f"title is {len(title)} characters; the limit is {MAX_TITLE_CHARS}")
+        bad = next((c for c in title if unicodedata.category(c) in ("Cc", "Zl", "Zp")), None)
+        if bad is not None:
+            raise UIError(400, f"title contains the control character U+{ord(bad):04X}; use plain text on one line")
+        store = self._check_managed(session_id)
+        if not store.rename_session(session_id, title):
+            raise UIError(404, f"no session {session_id!r} in this server's store")
+        return title
+
+    async def delete_session(self, session_id: str) -> str | None:
+        """Delete a session; returns the new current session id when the
+        deleted one was current."""
+        store = self._check_managed(session_id)
+        agent = self.agents.pop(session_id, None)
+        deleted = store.delete_session(session_id)
+        current = self.new_session() if self.session_id == session_id else None
+        if agent is not None:
+            with contextlib.suppress(Exception):
+                await agent.aclose()
+        if not deleted:
+            raise UIError(404, f"no session {session_id!r} in this server's store")
+        return current
+
     def sessions(self) -> list[dict[str, Any]]:
         out = []
         for info in self.store.list_sessions():
@@ -354,12 +396,16 @@ def _own_origin(scope: Scope) -> str | None:
 
 
 class _SecurityMiddleware:
-    """Token on every ``/api`` call and on the page; same-origin check on
-    state-changing requests. Pure ASGI so streaming responses are untouched."""
+    """Token on every ``/api`` call and on the page; same-origin check and a
+    body size cap on state-changing requests. Pure ASGI so streaming responses
+    are untouched. Order matters: a request without the token is refused
+    before a byte of its body is read."""
 
-    def __init__(self, app: ASGIApp, *, token: str) -> None:
+    def __init__(self, app: ASGIApp, *, token: str, max_body_bytes: int, small_body_bytes: int) -> None:
         self.app = app
         self.token = token
+        self.max_body_bytes = max_body_bytes
+        self.small_body_bytes = small_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -383,11 +429,7 @@ class _SecurityMiddleware:
             await response(scope, receive, send)
             return
         if method not in _SAFE_METHODS:
-            origin = None
-            for key, value in scope.get("headers", []):
-                if key == b"origin":
-                    origin = value.decode("latin-1")
-                    break
+            origin = _header(scope, b"origin")
             if origin is not None and origin != _own_origin(scope):
                 response = JSONResponse(
                     {"error": f"cross-origin request refused: origin {origin!r} is not this server's origin"},
@@ -395,19 +437,97 @@ class _SecurityMiddleware:
                 )
                 await response(scope, receive, send)
                 return
+            limit = self.max_body_bytes if path.startswith(_LARGE_BODY_PATHS) else self.small_body_bytes
+            body = await self._read_body(scope, receive, send, limit)
+            if body is None:
+                return
+            sent = False
+
+            async def replay() -> Any:
+                nonlocal sent
+                if not sent:
+                    sent = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                return await receive()
+
+            await self.app(scope, replay, send)
+            return
         await self.app(scope, receive, send)
 
+    async def _read_body(self, scope: Scope, receive: Receive, send: Send, limit: int) -> bytes | None:
+        """The whole body, or ``None`` after answering 413 (or when the client left).
+        At most ``limit`` + one chunk is ever held."""
+        declared = _header(scope, b"content-length")
+        if declared is not None:
+            try:
+                size = int(declared)
+            except ValueError:
+                await JSONResponse({"error": f"bad Content-Length header {declared!r}"}, status_code=400)(
+                    scope, receive, send)
+                return None
+            if size > limit:
+                if size <= limit + _DRAIN_BYTES:
+                    await _drain(receive)
+                await self._too_large(scope, receive, send, limit, f"{size:,} bytes")
+                return None
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            total += len(chunk)
+            if total > limit:
+                if message.get("more_body", False):
+                    await _drain(receive)
+                await self._too_large(scope, receive, send, limit, f"over {limit:,} bytes")
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    @staticmethod
+    async def _too_large(scope: Scope, receive: Receive, send: Send, limit: int, size: str) -> None:
+        response = JSONResponse(
+            {"error": f"request body too large ({size}); this endpoint accepts at most {limit:,} bytes "
+                      f"({limit // 1024} KiB). Shorten the task or put long text in a file in the workspace."},
+            status_code=413,
+            headers={"Connection": "close"},
+        )
+        await response(scope, receive, send)
+
     def _has_token(self, scope: Scope) -> bool:
-        given: str | None = None
-        for key, value in scope.get("headers", []):
-            if key == TOKEN_HEADER.encode():
-                given = value.decode("latin-1")
-                break
+        given = _header(scope, TOKEN_HEADER.encode())
         if given is None:
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
             values = query.get("token")
             given = values[0] if values else None
         return given is not None and secrets.compare_digest(given.encode(), self.token.encode())
+
+
+async def _drain(receive: Receive) -> None:
+    """Read and discard the rest of a refused body (at most ``_DRAIN_BYTES``,
+    at most ``_DRAIN_SECONDS``), holding one chunk at a time: a client still
+    sending when the server closes would get a connection reset instead of the
+    413. A bigger body gets the 413 at once and the connection is closed."""
+    drained = 0
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(_DRAIN_SECONDS):
+            while drained <= _DRAIN_BYTES:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return
+                drained += len(message.get("body", b""))
+                if not message.get("more_body", False):
+                    return
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key == name:
+            return value.decode("latin-1")
+    return None
 
 
 # ---------------------------------------------------------------- app
@@ -423,6 +543,8 @@ def create_app(
     demo_label: str | None = None,
     fresh_session_per_run: bool = False,
     on_close: Iterable[Callable[[], Any]] = (),
+    replay_budget_bytes: int = DEFAULT_REPLAY_BUDGET,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> Starlette:
     """Build the ``smoke serve`` application.
 
@@ -434,6 +556,9 @@ def create_app(
     ``demo_label`` marks the page as a simulation. ``fresh_session_per_run``
     starts a new session for every task (the scripted demo model knows one
     task only). ``on_close`` callables run when the server shuts down.
+    ``replay_budget_bytes`` bounds the replay log (see :mod:`smoke_ui.replay`);
+    ``max_body_bytes`` caps the body of ``POST /api/runs`` and answers to
+    questions (other requests: :data:`SMALL_BODY_BYTES`); larger bodies get 413.
     """
     owns_store = store is None
     if store is None:
@@ -453,6 +578,7 @@ def create_app(
         fresh_session_per_run=fresh_session_per_run,
         on_close=on_close,
         owns_store=owns_store,
+        replay_budget_bytes=replay_budget_bytes,
     )
 
     def fail(exc: UIError) -> JSONResponse:
@@ -516,24 +642,31 @@ def create_app(
             }
         except Exception as exc:
             return JSONResponse({"error": f"could not create the agent: {type(exc).__name__}: {exc}"}, 500)
-        backlog, queue = state.hub.subscribe(since)
+        hub = state.hub
+        gap = hub.gap_after(since)
+        backlog, sub = hub.subscribe(since)
 
         async def stream() -> AsyncIterator[str]:
             try:
-                yield _sse(json.dumps(hello, ensure_ascii=False, default=str))
+                yield f"retry: {RECONNECT_MS}\n" + _sse(json.dumps(hello, ensure_ascii=False, default=str))
+                if gap:
+                    note = {"type": "ui.replay_gap", "session_id": state.session_id, "run_id": None,
+                            "timestamp": None,
+                            "data": {"budget_bytes": hub.budget_bytes, "dropped_upto": hub.evicted_upto}}
+                    yield _sse(json.dumps(note))
                 for seq, data in backlog:
                     yield _sse(data, id=seq)
                 while True:
                     try:
-                        item = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+                        item = await asyncio.wait_for(sub.get(), KEEPALIVE_SECONDS)
                     except TimeoutError:
                         yield ": keepalive\n\n"
                         continue
                     if item is None:
-                        return
+                        return  # closed, or this page fell behind: the browser reconnects and replays
                     yield _sse(item[1], id=item[0])
             finally:
-                state.hub.unsubscribe(queue)
+                hub.unsubscribe(sub)
 
         return StreamingResponse(
             stream(),
@@ -593,7 +726,39 @@ def create_app(
         known = {s["session_id"] for s in state.sessions()}
         if sid not in known:
             return fail(UIError(404, f"no session {sid!r} in this server's store"))
-        return JSONResponse({"session_id": sid, "messages": state.store.load(sid)})
+        messages = state.store.load(sid)
+        for message in messages:  # loaded copies: adding the page's HTML touches nothing stored
+            if message.get("role") != "assistant":
+                continue
+            for block in message.get("content") or []:
+                if block.get("type") == "text" and isinstance(block.get("text"), str):
+                    html = markdown_html(block["text"])
+                    if html:
+                        block["html"] = html
+        return JSONResponse({"session_id": sid, "messages": messages})
+
+    async def rename_session(request: Request) -> Response:
+        try:
+            body = await json_body(request)
+            title = body.get("title")
+            if not isinstance(title, str):
+                raise UIError(400, "title must be a string (the session's new name)")
+            sid = request.path_params["session_id"]
+            title = state.rename_session(sid, title)
+        except UIError as exc:
+            return fail(exc)
+        return JSONResponse({"session_id": sid, "title": title})
+
+    async def delete_session(request: Request) -> Response:
+        sid = request.path_params["session_id"]
+        try:
+            current = await state.delete_session(sid)
+        except UIError as exc:
+            return fail(exc)
+        return JSONResponse({"deleted": sid, "current": current or state.session_id})
+
+    async def highlight_stylesheet(request: Request) -> Response:
+        return Response(highlight_css(), media_type="text/css", headers={"Cache-Control": "max-age=3600"})
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -613,10 +778,14 @@ def create_app(
         Route("/api/abort", post_abort, methods=["POST"]),
         Route("/api/sessions", list_sessions, methods=["GET"]),
         Route("/api/sessions", new_session, methods=["POST"]),
-        Route("/api/sessions/{session_id:str}", get_session),
+        Route("/api/sessions/{session_id:str}", get_session, methods=["GET"]),
+        Route("/api/sessions/{session_id:str}", rename_session, methods=["PATCH"]),
+        Route("/api/sessions/{session_id:str}", delete_session, methods=["DELETE"]),
+        Route("/static/highlight.css", highlight_stylesheet),
         Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
-    app.add_middleware(_SecurityMiddleware, token=state.token)
+    app.add_middleware(_SecurityMiddleware, token=state.token, max_body_bytes=max_body_bytes,
+                       small_body_bytes=min(SMALL_BODY_BYTES, max_body_bytes))
     app.state.ui = state
     return app

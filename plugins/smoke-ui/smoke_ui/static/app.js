@@ -1,6 +1,16 @@
 /* Smoke UI: a plain-JavaScript page (no build step).
  * Events arrive over SSE (/api/events); answers go back with POST.
- * Unknown event types are ignored: new types are added over time. */
+ * Unknown event types are ignored: new types are added over time.
+ *
+ * Two rules hold everywhere on this page:
+ * - Text from the model, a tool, an MCP server or a file is inserted as text
+ *   (never as HTML), with control and invisible characters turned into
+ *   visible marks (visible()). The only HTML inserted is the server's
+ *   Markdown rendering (raw HTML disabled there), and that passes an
+ *   allow-list here first (insertMarkdown()); the page's CSP blocks inline
+ *   scripts besides.
+ * - What a person approves is shown whole: nothing is cut, long values sit
+ *   in scrollable boxes with their length and a warning. */
 (function () {
   "use strict";
 
@@ -18,6 +28,10 @@
     lastAssistantText: null,
     transcriptSession: null,
   };
+
+  const LONG_VALUE = 1000; // characters: a single value longer than this gets the long-input warning
+  const LONG_INPUT = 2000; // characters: an input whose strings add up to more gets it too
+  const OUTPUT_KEEP = 40000; // characters of live tool output kept on a card (the tail)
 
   // ------------------------------------------------------------ helpers
 
@@ -66,16 +80,9 @@
 
   function presentationFor(name, own) {
     const base = state.presentations[name] || {};
-    const merged = Object.assign({ label: name, icon: "🔧", tone: "info", group: null }, base, own || {});
+    const merged = Object.assign({ label: name, icon: "🔧", tone: "info", group: null, badge: null }, base, own || {});
     if (!merged.group && merged.family) merged.group = merged.family;
     return merged;
-  }
-
-  function shortJson(value, limit) {
-    let text;
-    try { text = JSON.stringify(value, null, 2); } catch (e) { text = String(value); }
-    if (text && limit && text.length > limit) text = text.slice(0, limit) + "…";
-    return text || "";
   }
 
   function contentText(content) {
@@ -85,12 +92,321 @@
       .join("\n");
   }
 
-  function formatTokens(usage) {
+  function fmt(n) {
+    return Number(n || 0).toLocaleString("en-US");
+  }
+
+  function formatUsage(usage) {
     if (!usage) return "0 tokens";
     const input = usage.input_tokens || 0;
     const output = usage.output_tokens || 0;
-    return (input + output).toLocaleString() + " tokens (in " + input.toLocaleString() + " · out " + output.toLocaleString() + ")";
+    let text = fmt(input + output) + " tokens (in " + fmt(input) + " · out " + fmt(output) + ")";
+    // cost comes from providers that report it (usage.cost_usd); shown when present
+    if (typeof usage.cost_usd === "number") text += " · $" + usage.cost_usd.toFixed(usage.cost_usd < 1 ? 4 : 2);
+    return text;
   }
+
+  function setUsage(usage) {
+    const node = $("usage");
+    node.textContent = formatUsage(usage);
+    const extra = [];
+    if (usage && usage.cache_read_tokens) extra.push("cache read " + fmt(usage.cache_read_tokens));
+    if (usage && usage.cache_write_tokens) extra.push("cache write " + fmt(usage.cache_write_tokens));
+    if (usage && usage.reasoning_tokens) extra.push("reasoning " + fmt(usage.reasoning_tokens));
+    node.title = "tokens used by this run" + (extra.length ? " (" + extra.join(", ") + ")" : "");
+    node.toggleAttribute("data-cost", !!(usage && typeof usage.cost_usd === "number"));
+  }
+
+  // ------------------------------------------------------------ visible text
+
+  // Characters that display as nothing, or change how other text displays
+  // (terminal escapes, carriage returns, bidi overrides, zero-width and tag
+  // characters): each becomes a visible mark with an explanation on hover.
+  const SPECIAL_SRC =
+    "\\x1b(?:\\[[0-?]*[ -/]*[@-~]|\\][^\\x07\\x1b\\n]{0,256}(?:\\x07|\\x1b\\\\)?|[^\\n])?" +
+    "|[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u00ad\\u061c\\u115f\\u1160\\u180e\\u200b-\\u200f\\u2028-\\u202e" +
+    "\\u2060-\\u2064\\u2066-\\u2069\\u3164\\ufeff\\u{e0000}-\\u{e007f}]";
+  const ODD_SPACE_SRC = "[\\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000]";
+  const PATTERNS = {
+    // approvals, questions, inputs: every whitespace run and tab is shown
+    strict: new RegExp(SPECIAL_SRC + "|[ \\t]{2,}|\\t|" + ODD_SPACE_SRC, "gu"),
+    // diffs and file content: indentation stays, very long runs are shown
+    code: new RegExp(SPECIAL_SRC + "|[ \\t]{" + 16 + ",}|" + ODD_SPACE_SRC, "gu"),
+    // messages and tool output
+    text: new RegExp(SPECIAL_SRC, "gu"),
+  };
+  // A blank run becomes one "⟨N spaces⟩" mark from this length: inside a line
+  // (after other text) from 16, as indentation (at a line start) from 80.
+  const RUN_INSIDE = 16;
+  const RUN_LEADING = 80;
+
+  function suspiciousRun(length, leading) {
+    return length >= (leading ? RUN_LEADING : RUN_INSIDE);
+  }
+
+  const NAMES = {
+    0x00: ["\\0", "NUL"], 0x07: ["\\a", "BEL (bell)"], 0x08: ["\\b", "BS (backspace): a terminal erases the character before it"],
+    0x09: ["\\t", "TAB"], 0x0b: ["\\v", "VT (vertical tab)"], 0x0c: ["\\f", "FF (form feed)"],
+    0x0d: ["\\r", "CR (carriage return): a terminal goes back to the start of the line and what follows overwrites it"],
+    0x7f: ["\\x7f", "DEL"], 0x85: ["\\x85", "NEL (C1 next line)"], 0x9b: ["\\x9b", "CSI (C1 control sequence introducer): a terminal escape"],
+  };
+  const UNICODE = {
+    0x00a0: "NO-BREAK SPACE", 0x00ad: "SOFT HYPHEN (invisible)", 0x061c: "ARABIC LETTER MARK (bidi)",
+    0x115f: "HANGUL CHOSEONG FILLER (invisible)", 0x1160: "HANGUL JUNGSEONG FILLER (invisible)",
+    0x180e: "MONGOLIAN VOWEL SEPARATOR (invisible)", 0x200b: "ZERO WIDTH SPACE", 0x200c: "ZERO WIDTH NON-JOINER",
+    0x200d: "ZERO WIDTH JOINER", 0x200e: "LEFT-TO-RIGHT MARK (bidi)", 0x200f: "RIGHT-TO-LEFT MARK (bidi)",
+    0x2028: "LINE SEPARATOR", 0x2029: "PARAGRAPH SEPARATOR", 0x202a: "LEFT-TO-RIGHT EMBEDDING (bidi)",
+    0x202b: "RIGHT-TO-LEFT EMBEDDING (bidi)", 0x202c: "POP DIRECTIONAL FORMATTING (bidi)",
+    0x202d: "LEFT-TO-RIGHT OVERRIDE (bidi): the text after it is displayed reordered",
+    0x202e: "RIGHT-TO-LEFT OVERRIDE (bidi): the text after it is displayed reversed",
+    0x2060: "WORD JOINER (invisible)", 0x2061: "FUNCTION APPLICATION (invisible)", 0x2062: "INVISIBLE TIMES",
+    0x2063: "INVISIBLE SEPARATOR", 0x2064: "INVISIBLE PLUS", 0x2066: "LEFT-TO-RIGHT ISOLATE (bidi)",
+    0x2067: "RIGHT-TO-LEFT ISOLATE (bidi)", 0x2068: "FIRST STRONG ISOLATE (bidi)", 0x2069: "POP DIRECTIONAL ISOLATE (bidi)",
+    0x3164: "HANGUL FILLER (invisible)", 0xfeff: "ZERO WIDTH NO-BREAK SPACE / BOM (invisible)",
+  };
+
+  function hex(cp, width) {
+    return cp.toString(16).toUpperCase().padStart(width, "0");
+  }
+
+  function escapeControls(text) {
+    const short = { "\x07": "BEL", "\x1b": "ESC" };
+    return text.replace(/[\x00-\x1f\x7f-\x9f]/g, (c) => (short[c] ? " " + short[c] : "\\x" + hex(c.charCodeAt(0), 2).toLowerCase()));
+  }
+
+  // [mark text, explanation, kind] for one match of PATTERNS
+  function markFor(match, mode, leading) {
+    const cp = match.codePointAt(0);
+    if (cp === 0x1b) {
+      const rest = match.slice(1);
+      const shown = escapeControls(rest);
+      return ["⟨ESC" + (shown ? " " + shown : "") + "⟩", "ESC " + shown + " — a terminal escape sequence: it can move the cursor, erase or rewrite what a terminal shows", "esc"];
+    }
+    if (match.length > 1 || ((cp === 0x20 || cp === 0x09) && mode === "strict")) {
+      if (/^[ \t]+$/.test(match)) {
+        const spaces = (match.match(/ /g) || []).length;
+        const tabs = match.length - spaces;
+        const what = [spaces ? fmt(spaces) + (spaces === 1 ? " space" : " spaces") : "", tabs ? fmt(tabs) + (tabs === 1 ? " tab" : " tabs") : ""].filter(Boolean).join(" + ");
+        if (suspiciousRun(match.length, leading)) return ["⟨" + what + "⟩", "a run of " + what, "ws"];
+        if (mode === "code") return null; // ordinary indentation or alignment in code
+        return [match.replace(/ /g, "·").replace(/\t/g, "\\t"), what, "ws"];
+      }
+    }
+    if (cp >= 0xe0000 && cp <= 0xe007f) {
+      const shown = cp >= 0xe0020 && cp <= 0xe007e ? " '" + String.fromCharCode(cp - 0xe0000) + "'" : "";
+      return ["⟨U+" + hex(cp, 5) + "⟩", "Unicode TAG character" + shown + " (invisible: can hide text from people but not from a model)", "invisible"];
+    }
+    if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+      const known = NAMES[cp];
+      if (known) return [known[0], "U+" + hex(cp, 4) + " " + known[1], "control"];
+      return ["\\x" + hex(cp, 2).toLowerCase(), "U+" + hex(cp, 4) + " control character", "control"];
+    }
+    const name = UNICODE[cp] || "invisible or formatting character";
+    const kind = /bidi/.test(name) ? "bidi" : /SPACE$/.test(name) && cp !== 0x200b && cp !== 0xfeff ? "space" : "invisible";
+    return ["⟨U+" + hex(cp, 4) + "⟩", "U+" + hex(cp, 4) + " " + name, kind];
+  }
+
+  // ``text`` as a fragment of text nodes and marks (spans with class "ctl").
+  function visible(text, mode) {
+    text = text === null || text === undefined ? "" : String(text);
+    const frag = document.createDocumentFragment();
+    const re = PATTERNS[mode] || PATTERNS.text;
+    re.lastIndex = 0;
+    let last = 0;
+    let m;
+    while ((m = re.exec(text)) !== null) {
+      const leading = m.index === 0 || text[m.index - 1] === "\n";
+      const found = markFor(m[0], mode, leading);
+      if (!found) continue; // left as it is; the text up to here is appended later
+      if (m.index > last) frag.append(text.slice(last, m.index));
+      const [mark, title, kind] = found;
+      const cps = Array.from(m[0].slice(0, 4)).map((c) => "U+" + hex(c.codePointAt(0), 4)).join(" ");
+      frag.append(el("span", { class: "ctl ctl-" + kind, title, "data-ctl": cps, "data-raw-length": m[0].length, text: mark }));
+      last = m.index + m[0].length;
+    }
+    if (last < text.length) frag.append(text.slice(last));
+    return frag;
+  }
+
+  function setVisible(node, text, mode) {
+    node.textContent = "";
+    node.append(visible(text, mode));
+    return node;
+  }
+
+  // What a person should be warned about in ``text``.
+  function scan(text) {
+    const out = { length: 0, special: 0, bidi: 0, longestRun: 0 };
+    text = String(text || "");
+    out.length = text.length;
+    const re = PATTERNS.text;
+    re.lastIndex = 0;
+    let m;
+    while ((m = re.exec(text)) !== null) {
+      out.special += 1;
+      const cp = m[0].codePointAt(0);
+      if ((cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp === 0x200e || cp === 0x200f || cp === 0x061c) out.bidi += 1;
+    }
+    const runs = /[ \t\u00a0\u2000-\u200a\u3000]{16,}/g;
+    while ((m = runs.exec(text)) !== null) {
+      const leading = m.index === 0 || text[m.index - 1] === "\n";
+      if (suspiciousRun(m[0].length, leading)) out.longestRun = Math.max(out.longestRun, m[0].length);
+    }
+    return out;
+  }
+
+  function mergeScan(a, b) {
+    return { length: a.length + b.length, special: a.special + b.special, bidi: a.bidi + b.bidi, longestRun: Math.max(a.longestRun, b.longestRun), longest: Math.max(a.longest || 0, b.length) };
+  }
+
+  function scanValue(value) {
+    let out = { length: 0, special: 0, bidi: 0, longestRun: 0, longest: 0 };
+    const walk = (v) => {
+      if (typeof v === "string") out = mergeScan(out, scan(v));
+      else if (Array.isArray(v)) v.forEach(walk);
+      else if (v && typeof v === "object") {
+        for (const [k, x] of Object.entries(v)) {
+          const keyInfo = scan(k); // keys are checked for marks but not counted in the length
+          out.special += keyInfo.special;
+          out.bidi += keyInfo.bidi;
+          walk(x);
+        }
+      }
+    };
+    walk(value);
+    return out;
+  }
+
+  function warnings(info) {
+    const items = [];
+    if (info.longest > LONG_VALUE || info.length > LONG_INPUT) {
+      items.push(["long", "Long input: " + fmt(info.length) + " characters. Nothing is cut — scroll each box to its end before you decide."]);
+    }
+    if (info.special) {
+      items.push(["control", "Contains " + fmt(info.special) + " control or invisible character" + (info.special === 1 ? "" : "s") +
+        " (shown as marks like ⟨ESC M⟩, \\r or ⟨U+202E⟩): a terminal or editor may display this text differently from what runs." +
+        (info.bidi ? " Includes " + fmt(info.bidi) + " bidi control" + (info.bidi === 1 ? "" : "s") + " that reorder text." : "")]);
+    }
+    if (info.longestRun) {
+      items.push(["whitespace", "Contains a run of " + fmt(info.longestRun) + " blank characters (shown as ⟨N spaces⟩): text after it may be out of sight elsewhere."]);
+    }
+    if (!items.length) return null;
+    return el("div", { class: "warnings", testid: "input-warnings" },
+      items.map(([kind, text]) => el("div", { class: "warning warning-" + kind, "data-kind": kind, text: "⚠ " + text })));
+  }
+
+  // The input of a tool call, field by field, whole.
+  function inputView(input) {
+    const box = el("div", { class: "input-fields", testid: "input-fields" });
+    const entries = input && typeof input === "object" && !Array.isArray(input) ? Object.entries(input) : [["input", input]];
+    for (const [key, value] of entries) {
+      const text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
+      const str = String(text === undefined ? "" : text);
+      const head = el("div", { class: "field-head" }, [
+        el("span", { class: "field-key", testid: "field-key" }, [visible(key, "strict")]),
+        el("span", { class: "field-len", testid: "field-length", text: fmt(str.length) + (str.length === 1 ? " character" : " characters") + (typeof value === "string" ? "" : " · JSON") }),
+      ]);
+      const pre = el("pre", {
+        class: "field-value" + (str.length > LONG_VALUE ? " long" : ""),
+        testid: "field-value",
+        "data-key": key,
+        "data-length": str.length,
+        tabindex: "0",
+      });
+      pre.append(visible(str, "strict"));
+      box.append(el("div", { class: "field", "data-key": key }, [head, pre]));
+    }
+    return box;
+  }
+
+  // A unified diff with added / removed lines coloured.
+  function diffView(diff) {
+    const pre = el("pre", { class: "diff", testid: "diff", tabindex: "0" });
+    const lines = String(diff.text || "").split("\n");
+    for (const line of lines) {
+      let kind = "ctx";
+      if (line.startsWith("+++") || line.startsWith("---")) kind = "file";
+      else if (line.startsWith("@@")) kind = "hunk";
+      else if (line.startsWith("*** ")) kind = "file";
+      else if (line.startsWith("+")) kind = "add";
+      else if (line.startsWith("-")) kind = "del";
+      pre.append(el("span", { class: "diff-line diff-" + kind, testid: "diff-" + kind }, [visible(line, "code")]), "\n");
+    }
+    const stats = typeof diff.added === "number" ? "+" + fmt(diff.added) + " -" + fmt(diff.removed) : "";
+    return el("div", { class: "diff-view", testid: "diff-view" }, [
+      el("div", { class: "diff-head" }, [
+        diff.path ? el("code", { class: "diff-path", testid: "diff-path" }, [visible(diff.path, "strict")]) : null,
+        stats ? el("span", { class: "diff-stats", testid: "diff-stats", text: stats }) : null,
+      ]),
+      diff.note ? el("div", { class: "diff-note", testid: "diff-note" }, [visible(diff.note, "text")]) : null,
+      pre,
+    ]);
+  }
+
+  // ------------------------------------------------------------ markdown
+
+  // The server renders Markdown with raw HTML disabled; this allow-list is a
+  // second layer: any element or attribute not listed is dropped (its text kept).
+  const MD_TAGS = new Set(["P", "BR", "HR", "H1", "H2", "H3", "H4", "H5", "H6", "UL", "OL", "LI", "BLOCKQUOTE", "PRE",
+    "CODE", "SPAN", "EM", "STRONG", "DEL", "S", "A", "TABLE", "THEAD", "TBODY", "TR", "TH", "TD"]);
+  const MD_ATTRS = {
+    A: { href: /^(https?:|mailto:)/i, title: /^/ },
+    CODE: { class: /^language-[\w+#.-]{1,40}$/ },
+    SPAN: { class: /^tok-[\w-]+( tok-[\w-]+)*$/ },
+    OL: { start: /^\d{1,9}$/ },
+    TH: { class: /^align-(left|right|center)$/ },
+    TD: { class: /^align-(left|right|center)$/ },
+  };
+
+  function sanitize(parent) {
+    for (const node of Array.from(parent.childNodes)) {
+      if (node.nodeType === Node.TEXT_NODE) continue;
+      if (node.nodeType !== Node.ELEMENT_NODE || !MD_TAGS.has(node.tagName)) {
+        const text = node.nodeType === Node.ELEMENT_NODE ? node.textContent : "";
+        node.replaceWith(document.createTextNode(text || ""));
+        continue;
+      }
+      const allowed = MD_ATTRS[node.tagName] || {};
+      for (const attr of Array.from(node.attributes)) {
+        const rule = allowed[attr.name];
+        if (!rule || !rule.test(attr.value)) node.removeAttribute(attr.name);
+      }
+      if (node.tagName === "A") {
+        node.setAttribute("target", "_blank");
+        node.setAttribute("rel", "noopener noreferrer");
+        if (node.hasAttribute("href")) node.setAttribute("title", node.getAttribute("href"));
+      }
+      sanitize(node);
+    }
+  }
+
+  function markTextNodes(root) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    const nodes = [];
+    while (walker.nextNode()) nodes.push(walker.currentNode);
+    for (const node of nodes) {
+      PATTERNS.text.lastIndex = 0;
+      if (PATTERNS.text.test(node.data)) node.replaceWith(visible(node.data, "text"));
+    }
+  }
+
+  function insertMarkdown(target, html, text) {
+    target.textContent = "";
+    if (!html) {
+      target.classList.remove("md");
+      target.append(visible(text, "text"));
+      return target;
+    }
+    const tpl = document.createElement("template");
+    tpl.innerHTML = html; // inert: nothing in a template runs or loads
+    sanitize(tpl.content);
+    markTextNodes(tpl.content);
+    target.classList.add("md");
+    target.append(tpl.content);
+    return target;
+  }
+
+  // ------------------------------------------------------------ page frame
 
   const log = $("log");
 
@@ -121,9 +437,25 @@
   function setSession(id) {
     state.sessionId = id;
     $("session-id").textContent = id || "";
+    for (const item of document.querySelectorAll('[data-testid="session-item"]')) {
+      item.classList.toggle("current", item.getAttribute("data-session-id") === id);
+    }
   }
 
   // ------------------------------------------------------------ cards
+
+  function setBadge(card, p) {
+    let badge = card.querySelector('[data-testid="tool-badge"]');
+    if (!p.badge) {
+      if (badge) badge.remove();
+      return;
+    }
+    if (!badge) {
+      badge = el("span", { class: "tool-badge", testid: "tool-badge" });
+      card.querySelector(".card-head .spacer").before(badge);
+    }
+    setVisible(badge, p.badge, "text");
+  }
 
   function toolCard(data) {
     const id = data.tool_call_id;
@@ -138,18 +470,20 @@
       "data-group": p.group || "",
     });
     const head = el("div", { class: "card-head" }, [
-      el("span", { class: "tool-icon", testid: "tool-icon", text: p.icon || "🔧" }),
-      el("span", { class: "tool-label", testid: "tool-label", text: p.label || data.tool_name }),
-      p.group ? el("span", { class: "tool-group", testid: "tool-group", text: p.group }) : null,
-      el("span", { class: "tool-name", text: data.tool_name }),
+      el("span", { class: "tool-icon", testid: "tool-icon" }, [visible(p.icon || "🔧", "text")]),
+      el("span", { class: "tool-label", testid: "tool-label" }, [visible(p.label || data.tool_name, "text")]),
+      p.group ? el("span", { class: "tool-group", testid: "tool-group" }, [visible(p.group, "text")]) : null,
+      el("span", { class: "tool-name" }, [visible(data.tool_name, "strict")]),
       el("span", { class: "spacer" }),
       el("span", { class: "tool-status", testid: "tool-status", text: "running" }),
     ]);
     card.append(head);
+    setBadge(card, p);
     if (data.input && Object.keys(data.input).length) {
-      card.append(el("details", { class: "tool-input" }, [
-        el("summary", { text: "input" }),
-        el("pre", { testid: "tool-input", text: shortJson(data.input, 20000) }),
+      const info = scanValue(data.input);
+      card.append(el("details", { class: "tool-input", testid: "tool-input" }, [
+        el("summary", { text: "input · " + fmt(info.length) + " characters" + (info.special ? " · " + fmt(info.special) + " control/invisible" : "") }),
+        inputView(data.input),
       ]));
     }
     card.append(el("pre", { class: "tool-output hidden", testid: "tool-output" }));
@@ -164,8 +498,9 @@
   function onToolCompleted(data) {
     const card = toolCard(data);
     const p = presentationFor(data.tool_name, data.presentation);
-    card.querySelector('[data-testid="tool-icon"]').textContent = p.icon || "🔧";
-    card.querySelector('[data-testid="tool-label"]').textContent = p.label || data.tool_name;
+    setVisible(card.querySelector('[data-testid="tool-icon"]'), p.icon || "🔧", "text");
+    setVisible(card.querySelector('[data-testid="tool-label"]'), p.label || data.tool_name, "text");
+    setBadge(card, p);
     const status = card.querySelector('[data-testid="tool-status"]');
     const ms = typeof data.duration_ms === "number" ? " · " + Math.round(data.duration_ms) + " ms" : "";
     status.textContent = (data.is_error ? "error" : "done") + ms;
@@ -176,19 +511,47 @@
     if (data.is_error && data.error && data.error.message && !text.includes(data.error.message)) {
       text = data.error.message + (text ? "\n" + text : "");
     }
-    result.textContent = text.length > 20000 ? text.slice(0, 20000) + "\n…" : text;
+    setVisible(result, text, "text");
     result.classList.toggle("hidden", !text);
+    if (data.data && data.data.replay_truncated) result.append(el("div", { class: "omitted", text: "(shortened in the replay log; the model saw it whole)" }));
     card.querySelector('[data-testid="tool-progress"]').classList.add("hidden");
     // the result holds what the model saw; the live output was the preview of it
     if (text) card.querySelector('[data-testid="tool-output"]').classList.add("hidden");
+    if (!data.is_error && data.data && typeof data.data.diff === "string" && data.data.diff && !card.querySelector('[data-testid="result-diff"]')) {
+      const view = diffView({ text: data.data.diff, path: null, note: null });
+      // open when no approval showed the diff already (an auto-approved edit)
+      const shown = !!card.querySelector('[data-testid="diff-view"]');
+      card.append(el("details", { class: "result-diff", testid: "result-diff", open: !shown }, [el("summary", { text: "changes" }), view]));
+    }
   }
 
   function onToolOutput(data) {
     const card = toolCard(data);
     const out = card.querySelector('[data-testid="tool-output"]');
     out.classList.remove("hidden");
-    out.textContent += data.text || "";
-    if (out.textContent.length > 50000) out.textContent = "…" + out.textContent.slice(-40000);
+    let omitted = card._omitted || 0;
+    let text;
+    if (data.snapshot) {
+      // a coalesced replay entry: everything kept so far for this call
+      text = String(data.text || "");
+      omitted = data.omitted_chars || 0;
+    } else {
+      text = (card._output || "") + String(data.text || "");
+    }
+    const rebuild = data.snapshot || text.length > OUTPUT_KEEP + 10000;
+    if (text.length > OUTPUT_KEEP + 10000) {
+      omitted += text.length - OUTPUT_KEEP;
+      text = text.slice(-OUTPUT_KEEP);
+    }
+    if (rebuild) {
+      out.textContent = "";
+      if (omitted) out.append(el("span", { class: "omitted", testid: "output-omitted", text: "… " + fmt(omitted) + " earlier characters not shown (the result below holds what the model saw)\n" }));
+      out.append(visible(text, "text"));
+    } else {
+      out.append(visible(String(data.text || ""), "text"));
+    }
+    card._output = text;
+    card._omitted = omitted;
     out.scrollTop = out.scrollHeight;
     scroll();
   }
@@ -200,30 +563,46 @@
     if (typeof data.progress === "number") {
       text += " (" + data.progress + (typeof data.total === "number" ? "/" + data.total : "") + ")";
     }
-    node.textContent = text;
+    setVisible(node, text, "text");
     node.classList.toggle("hidden", !text);
+    if (data.presentation) setBadge(card, presentationFor(data.tool_name, data.presentation));
   }
 
-  function approvalCard(data) {
+  function approvalCard(data, ui) {
     const id = data.tool_call_id;
     const p = presentationFor(data.tool_name, data.presentation);
     const buttons = el("div", { class: "buttons" });
+    const input = data.input || {};
+    const info = scanValue(input);
+    const diff = ui && ui.diff;
+    const hasInput = input && Object.keys(input).length;
+    let body = null;
+    if (diff) {
+      body = el("div", { class: "approval-body" }, [
+        diffView(diff),
+        hasInput ? el("details", { class: "exact-input", testid: "exact-input" }, [el("summary", { text: "exact input · " + fmt(info.length) + " characters" }), inputView(input)]) : null,
+      ]);
+    } else if (hasInput) {
+      body = el("div", { class: "approval-body" }, [inputView(input)]);
+    }
     const card = el("div", {
       class: "card approval-card",
       testid: "approval-card",
       "data-tool-call-id": id,
       "data-tool-name": data.tool_name,
+      "data-view": diff ? "diff" : "input",
+      "data-input-length": info.length,
     }, [
       el("div", { class: "card-head" }, [
-        el("span", { class: "tool-icon", text: data.kind === "mcp_server" ? "🔌" : p.icon || "🔧" }),
-        el("strong", {
-          text: data.kind === "mcp_server"
-            ? "Start MCP server " + data.tool_name + "?"
-            : "Allow " + (p.label || data.tool_name) + "?",
-        }),
+        el("span", { class: "tool-icon" }, [visible(data.kind === "mcp_server" ? "🔌" : p.icon || "🔧", "text")]),
+        el("strong", { testid: "approval-title" }, data.kind === "mcp_server"
+          ? ["Start MCP server ", visible(data.tool_name, "strict"), "?"]
+          : ["Allow ", visible(p.label || data.tool_name, "text"), "?"]),
+        el("span", { class: "tool-name" }, [visible(data.tool_name, "strict")]),
       ]),
-      data.reason ? el("div", { class: "reason", testid: "approval-reason", text: data.reason }) : null,
-      data.input && Object.keys(data.input).length ? el("pre", { text: shortJson(data.input, 4000) }) : null,
+      data.reason ? el("div", { class: "reason", testid: "approval-reason" }, [visible(data.reason, "text")]) : null,
+      warnings(info),
+      body,
       buttons,
     ]);
     const answer = (decision) => async () => {
@@ -256,7 +635,7 @@
       if (card.getAttribute("data-tool-call-id") !== id || card.classList.contains("resolved")) continue;
       card.classList.add("resolved");
       card.setAttribute("data-decision", decision);
-      for (const b of card.querySelectorAll("button")) b.remove();
+      for (const b of card.querySelectorAll(".buttons button")) b.remove();
       const words = { allow: "Allowed", allow_run: "Allowed for this run", deny: "Denied" };
       card.append(el("div", { class: "decision decision-" + cssToken(decision), testid: "approval-decision", text: words[decision] || decision }));
     }
@@ -279,15 +658,19 @@
     };
     const options = el("div", { class: "buttons options" });
     for (const option of data.options || []) {
-      options.append(el("button", { type: "button", testid: "question-option", text: option, onclick: () => send(option) }));
+      options.append(el("button", { type: "button", testid: "question-option", "data-value": option, onclick: () => send(option) }, [visible(option, "strict")]));
     }
     form.append(input, submit);
     form.addEventListener("submit", (ev) => {
       ev.preventDefault();
       if (input.value.trim()) send(input.value);
     });
-    const card = el("div", { class: "card question-card", testid: "question-card", "data-tool-call-id": id }, [
-      el("div", { class: "card-head" }, [el("span", { class: "tool-icon", text: "❓" }), el("strong", { testid: "question-text", text: data.question })]),
+    const info = scanValue([data.question, ...(data.options || [])]);
+    const question = el("div", { class: "question-text" + (String(data.question || "").length > LONG_VALUE ? " long" : ""), testid: "question-text", tabindex: "0" }, [visible(data.question, "strict")]);
+    const card = el("div", { class: "card question-card", testid: "question-card", "data-tool-call-id": id, "data-question-length": String(data.question || "").length }, [
+      el("div", { class: "card-head" }, [el("span", { class: "tool-icon", text: "❓" }), el("strong", { text: "Question" })]),
+      warnings(info),
+      question,
       (data.options || []).length ? options : null,
       form,
     ]);
@@ -306,7 +689,7 @@
       if (card.getAttribute("data-tool-call-id") !== id || card.classList.contains("resolved")) continue;
       card.classList.add("resolved");
       for (const node of card.querySelectorAll(".options, form")) node.remove();
-      card.append(el("div", { class: "decision", testid: "question-answer", text: "Answer: " + text }));
+      card.append(el("div", { class: "decision", testid: "question-answer" }, ["Answer: ", visible(text, "strict")]));
     }
   }
 
@@ -314,14 +697,14 @@
     closeText();
     return add(el("div", { class: "card error-card", testid: "error-card" }, [
       el("div", { class: "card-head" }, [el("span", { class: "tool-icon", text: "⛔" }), el("strong", { text: title })]),
-      el("div", { class: "error-message", testid: "error-message", text: message || "" }),
-      extra ? el("div", { class: "hint", text: extra }) : null,
+      el("div", { class: "error-message", testid: "error-message" }, [visible(message || "", "text")]),
+      extra ? el("div", { class: "hint" }, [visible(extra, "text")]) : null,
     ]));
   }
 
   function note(text, kind) {
     closeText();
-    return add(el("div", { class: "note note-" + (kind || "info"), testid: "note", text }));
+    return add(el("div", { class: "note note-" + (kind || "info"), testid: "note" }, [visible(text, "text")]));
   }
 
   function renderTodos(todos) {
@@ -331,9 +714,14 @@
     for (const todo of todos || []) {
       const status = todo.status || "pending";
       const mark = status === "completed" ? "☑" : status === "in_progress" ? "◐" : "☐";
-      list.append(el("li", { class: "todo todo-" + cssToken(status), testid: "todo" }, [mark + " ", todo.content || todo.text || ""]));
+      list.append(el("li", { class: "todo todo-" + cssToken(status), testid: "todo" }, [mark + " ", visible(todo.content || todo.text || "", "text")]));
     }
     box.classList.toggle("hidden", !(todos || []).length);
+  }
+
+  function assistantBubble(text, html, final) {
+    const node = el("div", { class: "msg assistant" + (final ? " final" : ""), testid: final ? "final-message" : "assistant-message" });
+    return insertMarkdown(node, html, text);
   }
 
   // ------------------------------------------------------------ events
@@ -347,6 +735,10 @@
       showError("The run could not start", ev.data.message);
       setStatus("failed");
     },
+    "ui.replay_gap": (ev) => {
+      note("Older events were dropped from this server's replay log (it keeps " + fmt(Math.round((ev.data.budget_bytes || 0) / 1048576)) + " MiB); the Sessions list holds every transcript.", "warning")
+        .setAttribute("data-testid", "replay-gap");
+    },
     "run.started": (ev) => {
       if (ev.session_id && ev.session_id !== state.lastSession) {
         add(el("div", { class: "session-sep", testid: "session-separator", text: "session " + ev.session_id }));
@@ -355,10 +747,10 @@
       setSession(ev.session_id);
       state.lastAssistantText = null;
       closeText();
-      add(el("div", { class: "msg user", testid: "user-message", "data-run-id": ev.run_id, text: ev.data.task }));
+      add(el("div", { class: "msg user", testid: "user-message", "data-run-id": ev.run_id }, [visible(ev.data.task, "text")]));
       const model = [ev.data.provider, ev.data.model].filter(Boolean).join(" · ");
       if (model) $("run-phase").setAttribute("title", model);
-      $("usage").textContent = formatTokens(null);
+      setUsage(null);
       $("run-phase").textContent = "";
       setStatus("running");
     },
@@ -369,26 +761,31 @@
         add(el("details", { class: "thought", testid: "reasoning", open: true }, [el("summary", { text: "reasoning" }), body]));
         state.thoughtEl = body;
       }
-      state.thoughtEl.textContent += ev.data.text || "";
+      if (ev.data.snapshot) state.thoughtEl.textContent = "";
+      state.thoughtEl.append(visible(ev.data.text || "", "text"));
       scroll();
     },
     "text.delta": (ev) => {
+      // streamed as plain text; text.end replaces it with the rendered Markdown
       if (!state.textEl) {
         state.textEl = add(el("div", { class: "msg assistant streaming", testid: "assistant-message" }));
       }
       state.thoughtEl = null;
-      state.textEl.textContent += ev.data.text || "";
+      if (ev.data.snapshot) state.textEl.textContent = "";
+      state.textEl.append(visible(ev.data.text || "", "text"));
       scroll();
     },
     "text.end": (ev) => {
+      const html = ev.ui && ev.ui.html;
       if (state.textEl) {
-        state.textEl.textContent = ev.data.text || state.textEl.textContent;
+        if (ev.data.text || html) insertMarkdown(state.textEl, html, ev.data.text);
         state.textEl.classList.remove("streaming");
       } else if (ev.data.text) {
-        add(el("div", { class: "msg assistant", testid: "assistant-message", text: ev.data.text }));
+        add(assistantBubble(ev.data.text, html, false));
       }
       state.lastAssistantText = ev.data.text || null;
       closeText();
+      scroll();
     },
     "text.discarded": () => {
       // The provider call is retried: drop what was streamed so far.
@@ -400,11 +797,11 @@
     "tool.output": (ev) => { onToolOutput(ev.data); },
     "tool.progress": (ev) => { onToolProgress(ev.data); },
     "tool.completed": (ev) => { onToolCompleted(ev.data); },
-    "permission.required": (ev) => { approvalCard(ev.data); },
+    "permission.required": (ev) => { approvalCard(ev.data, ev.ui); },
     "permission.resolved": (ev) => { resolveApproval(ev.data.tool_call_id, ev.data.decision); },
     "ask_user.required": (ev) => { questionCard(ev.data); },
     "ask_user.response": (ev) => { resolveQuestion(ev.data.tool_call_id, ev.data.text); },
-    "usage.updated": (ev) => { $("usage").textContent = formatTokens(ev.data.usage); },
+    "usage.updated": (ev) => { setUsage(ev.data.usage); },
     "phase.changed": (ev) => { $("run-phase").textContent = ev.data.phase || ""; },
     "todo.updated": (ev) => { renderTodos(ev.data.todos); },
     "run.warning": (ev) => {
@@ -419,7 +816,7 @@
       closeText();
       const text = ev.data.text;
       if (text && text !== state.lastAssistantText) {
-        add(el("div", { class: "msg assistant final", testid: "final-message", text }));
+        add(assistantBubble(text, ev.ui && ev.ui.html, true));
       } else {
         const bubbles = log.querySelectorAll('[data-testid="assistant-message"]');
         const last = bubbles[bubbles.length - 1];
@@ -429,7 +826,7 @@
           last.setAttribute("data-testid", "final-message");
         }
       }
-      $("usage").textContent = formatTokens(ev.data.usage);
+      setUsage(ev.data.usage);
       setStatus("completed");
       refreshSessions();
     },
@@ -437,7 +834,7 @@
       const e = ev.data.error || {};
       const card = showError("Run failed" + (e.code ? " (" + e.code + ")" : ""), e.message, e.hint);
       card.setAttribute("data-code", e.code || "");
-      if (ev.data.usage) $("usage").textContent = formatTokens(ev.data.usage);
+      if (ev.data.usage) setUsage(ev.data.usage);
       setStatus("failed");
       refreshSessions();
     },
@@ -447,6 +844,7 @@
         card.classList.add("resolved");
         for (const b of card.querySelectorAll("button, input")) b.disabled = true;
       }
+      if (ev.data.usage) setUsage(ev.data.usage);
       setStatus("interrupted");
       refreshSessions();
     },
@@ -464,6 +862,8 @@
   }
 
   function connect(since) {
+    // EventSource sends Last-Event-ID itself when it reconnects (the server
+    // may end a stream that falls behind): the replay log fills the gap.
     const source = new EventSource("/api/events?token=" + encodeURIComponent(token) + "&since=" + since);
     const conn = $("connection");
     source.onopen = () => { conn.textContent = "connected"; conn.className = "conn ok"; };
@@ -478,26 +878,89 @@
 
   // ------------------------------------------------------------ sessions
 
+  function sessionItem(s) {
+    const when = new Date((s.updated_at || 0) * 1000).toLocaleString();
+    const titleText = s.title || s.session_id;
+    const title = el("div", { class: "session-title", testid: "session-title" }, [visible(titleText, "text")]);
+    const actions = el("div", { class: "session-actions" });
+    const item = el("li", {
+      class: "session" + (s.session_id === state.sessionId ? " current" : ""),
+      testid: "session-item",
+      "data-session-id": s.session_id,
+      tabindex: "0",
+      title: s.session_id,
+    }, [
+      el("div", { class: "session-row" }, [title, actions]),
+      el("div", { class: "session-meta", text: s.message_count + (s.message_count === 1 ? " message · " : " messages · ") + when }),
+    ]);
+    item.addEventListener("click", (ev) => {
+      if (ev.target.closest(".session-actions, .rename-form, .session-confirm")) return;
+      openTranscript(s.session_id, titleText);
+    });
+    item.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && ev.target === item) openTranscript(s.session_id, titleText);
+    });
+
+    const rename = el("button", { type: "button", class: "icon-button", testid: "rename-session", title: "Rename", "aria-label": "Rename session", text: "✎" });
+    const remove = el("button", { type: "button", class: "icon-button", testid: "delete-session", title: "Delete", "aria-label": "Delete session", text: "🗑" });
+    actions.append(rename, remove);
+
+    rename.addEventListener("click", () => {
+      const input = el("input", { type: "text", class: "rename-input", testid: "rename-input", maxlength: "200", value: s.title || "" });
+      const form = el("form", { class: "rename-form" }, [input]);
+      const done = () => { form.replaceWith(title); actions.classList.remove("hidden"); };
+      form.addEventListener("submit", async (ev) => {
+        ev.preventDefault();
+        try {
+          await api("PATCH", "/api/sessions/" + encodeURIComponent(s.session_id), { title: input.value });
+          await refreshSessions();
+        } catch (err) {
+          showError("Could not rename the session", err.message);
+          done();
+        }
+      });
+      input.addEventListener("keydown", (ev) => {
+        if (ev.key === "Escape") { ev.stopPropagation(); ev.preventDefault(); done(); }
+      });
+      title.replaceWith(form);
+      actions.classList.add("hidden");
+      input.focus();
+      input.select();
+    });
+
+    remove.addEventListener("click", () => {
+      const yes = el("button", { type: "button", class: "deny small", testid: "confirm-delete", text: "Delete" });
+      const no = el("button", { type: "button", class: "small", testid: "cancel-delete", text: "Keep" });
+      const confirm = el("div", { class: "session-confirm", testid: "delete-confirm" }, ["Delete this session? ", yes, no]);
+      no.addEventListener("click", () => { confirm.remove(); actions.classList.remove("hidden"); });
+      yes.addEventListener("click", async () => {
+        yes.disabled = true;
+        try {
+          const res = await api("DELETE", "/api/sessions/" + encodeURIComponent(s.session_id));
+          if (res && res.current && res.current !== state.sessionId) {
+            setSession(res.current);
+            note("Session deleted; the next task starts session " + res.current);
+          }
+          if (state.transcriptSession === s.session_id) $("transcript").classList.add("hidden");
+          await refreshSessions();
+        } catch (err) {
+          confirm.remove();
+          actions.classList.remove("hidden");
+          showError("Could not delete the session", err.message);
+        }
+      });
+      actions.classList.add("hidden");
+      item.append(confirm);
+    });
+    return item;
+  }
+
   async function refreshSessions() {
     let data;
     try { data = await api("GET", "/api/sessions"); } catch (e) { return; }
     const list = $("sessions");
     list.textContent = "";
-    for (const s of data.sessions || []) {
-      const when = new Date((s.updated_at || 0) * 1000).toLocaleString();
-      const item = el("li", {
-        class: "session" + (s.session_id === state.sessionId ? " current" : ""),
-        testid: "session-item",
-        "data-session-id": s.session_id,
-        tabindex: "0",
-        title: s.session_id,
-        onclick: () => openTranscript(s.session_id, s.title),
-      }, [
-        el("div", { class: "session-title", text: s.title || s.session_id }),
-        el("div", { class: "session-meta", text: s.message_count + (s.message_count === 1 ? " message · " : " messages · ") + when }),
-      ]);
-      list.append(item);
-    }
+    for (const s of data.sessions || []) list.append(sessionItem(s));
     if (!(data.sessions || []).length) list.append(el("li", { class: "empty", text: "No sessions yet" }));
   }
 
@@ -505,25 +968,27 @@
     const nodes = [];
     for (const block of message.content || []) {
       if (block.type === "text" && block.text) {
-        nodes.push(el("div", { class: "msg " + (message.role === "user" ? "user" : "assistant"), testid: "transcript-" + message.role, text: block.text }));
+        const node = el("div", { class: "msg " + (message.role === "user" ? "user" : "assistant"), testid: "transcript-" + message.role });
+        if (message.role === "assistant") insertMarkdown(node, block.html, block.text);
+        else node.append(visible(block.text, "text"));
+        nodes.push(node);
       } else if (block.type === "thinking" && block.text) {
-        nodes.push(el("details", { class: "thought" }, [el("summary", { text: "reasoning" }), el("div", { class: "thought-body", text: block.text })]));
+        nodes.push(el("details", { class: "thought" }, [el("summary", { text: "reasoning" }), el("div", { class: "thought-body" }, [visible(block.text, "text")])]));
       } else if (block.type === "tool_call") {
         const p = presentationFor(block.name);
         const card = el("div", { class: "card tool-card tone-" + tone(p.tone), testid: "transcript-tool", "data-tool-name": block.name }, [
           el("div", { class: "card-head" }, [
-            el("span", { class: "tool-icon", text: p.icon || "🔧" }),
-            el("span", { class: "tool-label", text: p.label || block.name }),
-            p.group ? el("span", { class: "tool-group", text: p.group }) : null,
-            el("span", { class: "tool-name", text: block.name }),
+            el("span", { class: "tool-icon" }, [visible(p.icon || "🔧", "text")]),
+            el("span", { class: "tool-label" }, [visible(p.label || block.name, "text")]),
+            p.group ? el("span", { class: "tool-group" }, [visible(p.group, "text")]) : null,
+            el("span", { class: "tool-name" }, [visible(block.name, "strict")]),
           ]),
-          el("details", { class: "tool-input" }, [el("summary", { text: "input" }), el("pre", { text: shortJson(block.input, 20000) })]),
+          el("details", { class: "tool-input" }, [el("summary", { text: "input" }), inputView(block.input)]),
         ]);
         calls[block.id] = card;
         nodes.push(card);
       } else if (block.type === "tool_result") {
-        const text = contentText(block.content);
-        const pre = el("pre", { class: "tool-result", text: text.length > 20000 ? text.slice(0, 20000) + "\n…" : text });
+        const pre = el("pre", { class: "tool-result" }, [visible(contentText(block.content), "text")]);
         const card = calls[block.tool_call_id];
         if (card) {
           card.classList.add(block.is_error ? "is-error" : "is-done");
@@ -540,7 +1005,7 @@
     const panel = $("transcript");
     const body = $("transcript-body");
     body.textContent = "loading…";
-    $("transcript-title").textContent = title || sessionId;
+    setVisible($("transcript-title"), title || sessionId, "text");
     panel.classList.remove("hidden");
     state.transcriptSession = sessionId;
     try {
@@ -552,11 +1017,17 @@
       }
     } catch (err) {
       body.textContent = "";
-      body.append(el("div", { class: "card error-card", testid: "error-card", text: err.message }));
+      body.append(el("div", { class: "card error-card", testid: "error-card" }, [visible(err.message, "text")]));
     }
   }
 
   // ------------------------------------------------------------ controls
+
+  async function stopRun() {
+    if (!state.running) return;
+    $("stop-button").disabled = true;
+    try { await api("POST", "/api/abort"); } catch (err) { showError("Could not stop the run", err.message); }
+  }
 
   $("task-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();
@@ -575,17 +1046,29 @@
     }
   });
 
+  // Enter sends, Shift+Enter starts a new line (an IME composition is left alone).
   $("task-input").addEventListener("keydown", (ev) => {
-    if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) {
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.altKey && !ev.isComposing) {
       ev.preventDefault();
       $("task-form").requestSubmit();
     }
   });
 
-  $("stop-button").addEventListener("click", async () => {
-    $("stop-button").disabled = true;
-    try { await api("POST", "/api/abort"); } catch (err) { showError("Could not stop the run", err.message); }
+  // Esc stops the run (inputs that use Esc themselves stop it from getting here).
+  document.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Escape" || ev.defaultPrevented) return;
+    const transcript = $("transcript");
+    if (!transcript.classList.contains("hidden")) {
+      transcript.classList.add("hidden");
+      return;
+    }
+    if (state.running) {
+      ev.preventDefault();
+      stopRun();
+    }
   });
+
+  $("stop-button").addEventListener("click", stopRun);
 
   $("new-session").addEventListener("click", async () => {
     try {
@@ -622,7 +1105,7 @@
     state.presentations = Object.assign({}, snapshot.presentations || {});
     setSession(snapshot.session_id);
     setStatus(snapshot.status === "running" ? "running" : snapshot.status || "idle");
-    $("usage").textContent = formatTokens(snapshot.usage);
+    setUsage(snapshot.usage);
     if (snapshot.demo_label) {
       const badge = $("demo-badge");
       badge.textContent = "Demo · " + snapshot.demo_label;
@@ -633,6 +1116,9 @@
     connect(0);
     refreshSessions();
   }
+
+  // for tests and the curious: the page's text rules, callable from the console
+  window.smokeUI = Object.freeze({ visible: (text, mode) => { const d = el("div"); d.append(visible(text, mode)); return d.innerHTML; } });
 
   start();
 })();
