@@ -304,6 +304,7 @@ class ToolExecutor:
                 "input": request.input,
                 "reason": request.reason,
                 "presentation": presentation,
+                "tool_kind": request.tool_kind,
             },
         )
         answer = await self.pauses.wait(request.tool_call_id)

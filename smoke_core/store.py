@@ -31,6 +31,7 @@ class Store(Protocol):
     def list_sessions(self) -> list[SessionInfo]: ...
 
 
+@runtime_checkable
 class ManagedStore(Store, Protocol):
     """A store that can also rename and delete sessions (both built-in stores can;
     UIs check with ``isinstance(store, ManagedStore)``)."""
