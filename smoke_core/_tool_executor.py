@@ -80,7 +80,7 @@ class ToolExecutor:
 
         def concurrent(call: dict[str, Any]) -> bool:
             tool = tools.get(call["name"])
-            return tool is not None and tool.runs_concurrently(call.get("input") or {})
+            return tool is not None and tool.runs_concurrently(call.get("input") or {}, tools)
 
         results: list[dict[str, Any] | None] = [None] * len(calls)
         i = 0

@@ -109,19 +109,21 @@ class ToolContext:
         tools: list[str] | None = None,
         max_steps: int | None = None,
         output_type: Any = None,
+        model: str | None = None,
     ) -> Any:
         """Run a child agent on ``prompt`` with a fresh context and return its
         :class:`~smoke_core.RunResult`. The child uses this run's provider,
         hooks, permission gate (rules, mode, the same person answering) and
         sandbox — never looser; ``tools`` narrows the tools it gets (names
-        from this run's tools). Its events reach this agent's listeners with
+        from this run's tools); ``model`` switches the model on the same
+        provider (when the provider can: ``provider.with_model``). Its events reach this agent's listeners with
         ``parent_tool_call_id`` = this call; aborting this run aborts it.
         Raises :class:`~smoke_core.ToolError` past ``Guards.subagent_depth``."""
         if self._subagent is None:
             raise RuntimeError("this tool context cannot start subagents (it was not made by a run)")
         return await self._subagent(
             self.tool_call_id, prompt, system_prompt=system_prompt, tools=tools, max_steps=max_steps,
-            output_type=output_type,
+            output_type=output_type, model=model,
         )
 
     def finish(self, summary: str) -> None:

@@ -13,6 +13,7 @@ does not depend on it.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
@@ -118,6 +119,14 @@ class HTTPProvider:
             self._client = httpx.AsyncClient(follow_redirects=False, verify=shared_ssl_context())
             self._client_loop = loop
         return self._client
+
+    def with_model(self, model: str) -> HTTPProvider:
+        """The same endpoint, key and settings with another model (for subagents)."""
+        clone = copy.copy(self)
+        clone.model = model
+        clone._client = None
+        clone._client_loop = None
+        return clone
 
     async def aclose(self) -> None:
         """Close the HTTP client (open connections included). Safe to call twice."""

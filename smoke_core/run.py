@@ -481,6 +481,7 @@ class RunHandle:
         tools: list[str] | None = None,
         max_steps: int | None = None,
         output_type: Any = None,
+        model: str | None = None,
     ) -> RunResult:
         """A child run with a fresh context under this run's policy (see
         :meth:`ToolContext.run_subagent`)."""
@@ -503,9 +504,19 @@ class RunHandle:
             available = {n: available[n] for n in tools}
         if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
             raise ToolError(f"max_steps must be a positive whole number, got {max_steps!r}", code="tool_invalid_input")
+        provider = deps.provider
+        if model is not None and model != getattr(provider, "model", None):
+            with_model = getattr(provider, "with_model", None)
+            if with_model is None:
+                raise ToolError(
+                    f"the provider {getattr(provider, 'name', '?')} cannot switch models for a subagent; "
+                    f"leave model out (the subagent uses {getattr(provider, 'model', 'the same model')})",
+                )
+            provider = with_model(model)
         options = dataclasses.replace(self.options, max_steps=max_steps or self.options.max_steps)
         child_deps = dataclasses.replace(
             deps,
+            provider=provider,
             options=options,
             exposed_tools=lambda: dict(available),
             load_history=list,

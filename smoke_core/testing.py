@@ -70,6 +70,12 @@ class ScriptedProvider:
         self.requests: list[ModelRequest] = []
         self._calls = 0
 
+    def with_model(self, model: str) -> ScriptedProvider:
+        """The same script, shared (a subagent's calls take the next turns); ``model`` recorded."""
+        clone = copy.copy(self)
+        clone.model = model
+        return clone
+
     def add(self, *turns: Turn) -> None:
         self.turns.extend(turns)
 

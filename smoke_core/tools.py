@@ -193,10 +193,11 @@ class ToolDefinition(BaseModel):
     #: matches ``path``, ``run_command(pytest *)`` matches ``command``);
     #: None = rules name the tool only.
     permission_key: str | None = None
-    #: whether one call may run at the same time as the step's other such
-    #: calls; None = read-only tools do. (A ``task`` tool runs a read-only
-    #: subagent concurrently, an editing one alone.)
-    concurrent: Callable[[dict[str, Any]], bool] | None = None
+    #: ``concurrent(arguments, run_tools) -> bool``: whether one call may run
+    #: at the same time as the step's other such calls (``run_tools``: the
+    #: run's tools by name); None = read-only tools do. (A ``task`` tool runs
+    #: a read-only subagent concurrently, an editing one alone.)
+    concurrent: Callable[[dict[str, Any], dict[str, Any]], bool] | None = None
 
     _validator: Any = PrivateAttr(default=None)
     _fast_check: Any = PrivateAttr(default=None)
@@ -224,10 +225,10 @@ class ToolDefinition(BaseModel):
         from the name: a plugin tool called ``todo_write`` without the hint asks."""
         return self.annotations.read_only_hint
 
-    def runs_concurrently(self, arguments: dict[str, Any]) -> bool:
+    def runs_concurrently(self, arguments: dict[str, Any], run_tools: dict[str, Any] | None = None) -> bool:
         if self.concurrent is not None:
             try:
-                return bool(self.concurrent(arguments))
+                return bool(self.concurrent(arguments, run_tools or {}))
             except Exception:  # a broken predicate means: one at a time
                 return False
         return self.annotations.read_only_hint

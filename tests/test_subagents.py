@@ -21,7 +21,7 @@ def delegate_tool(*, read_only: bool):
             return f"subagent {result.status}: {result.error.message if result.error else ''}"
         return result.text
 
-    return delegate.model_copy(update={"concurrent": lambda args: read_only})
+    return delegate.model_copy(update={"concurrent": lambda args, tools: read_only})
 
 
 @tool(read_only=True)
