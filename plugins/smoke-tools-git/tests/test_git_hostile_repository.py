@@ -555,3 +555,21 @@ def test_settings_keys_are_declared_for_the_settings_layers() -> None:
             TypeAdapter(type_).validate_python(-1)
         with pytest.raises(ValidationError):
             TypeAdapter(type_).validate_python("lots")
+
+
+async def test_an_agent_created_with_trust_workspace_false_refuses_a_dot_git_pointer(tmp_path: Path) -> None:
+    other = _elsewhere(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".git").write_text(f"gitdir: {other / '.git'}\n")
+    outcomes: dict[bool, dict[str, Any]] = {}
+    for trusted in (False, True):
+        turns = [{"tool_calls": [{"id": "l1", "name": "git_log", "input": {}}]}, "done"]
+        agent = create_agent(ws, provider=ScriptedProvider(turns), autoload_plugins=False, plugins=[smoke_tools_git],
+                             trust_workspace=trusted)
+        done: list[dict[str, Any]] = []
+        agent.on("tool.completed", lambda e, done=done: done.append(e.data))
+        assert (await agent.run("log")).status == "completed"
+        outcomes[trusted] = done[0]
+    assert outcomes[False]["is_error"] and "smoke trust" in outcomes[False]["error"]["message"]
+    assert not outcomes[True]["is_error"] and "private history" in outcomes[True]["content"][0]["text"]
