@@ -130,8 +130,10 @@ class GitSession:
         return res.stdout.strip() or None
 
     async def is_commit(self, rev: str) -> bool:
-        res = await self.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}",
-                             check=False)
+        # ":/text" (newest commit whose message matches) always names a commit, and
+        # takes everything after ":/" as the pattern, so it cannot be peeled with ^{commit}
+        peeled = rev if rev.startswith(":/") else f"{rev}^{{commit}}"
+        res = await self.run("rev-parse", "--verify", "--quiet", "--end-of-options", peeled, check=False)
         return res.code == 0
 
 
