@@ -1,12 +1,14 @@
 """smoke-mcp: Smoke's MCP client plugin, on the official ``mcp`` SDK.
 
 MCP servers come from ``create_agent(mcp_servers=...)``, ``.smoke/config.yaml``
-(``mcp_servers``), ``.mcp.json`` in the workspace and
-``~/.config/smoke/config.yaml``. When a run starts, each server not yet
-approved asks for permission (``permission.required`` with kind
+and ``.smoke/config.local.yaml`` (``mcp_servers``), ``.mcp.json`` in the
+workspace and ``~/.config/smoke/config.yaml``. When a run starts, each server
+not yet approved asks for permission (``permission.required`` with kind
 ``mcp_server``), approved servers start concurrently, and their tools are
 registered as ``<server>__<tool>`` before the model is first called.
-Connections live until ``await agent.aclose()``.
+Connections live until ``await agent.aclose()``. A server defined by the
+workspace's own files never starts without a person's answer while the
+workspace is untrusted.
 
 Importing this module is cheap: ``mcp`` is imported inside the hooks.
 """
@@ -20,6 +22,8 @@ from smoke_core import hookimpl
 from ._config import TRANSPORTS, MCPServerConfig, load_server_configs
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import click
 
     from smoke_core.agent import Agent
@@ -59,6 +63,14 @@ async def close_agent(agent: Agent) -> None:
     state = pop_state(agent)
     if state is not None:
         await state.aclose()
+
+
+@hookimpl
+def register_settings(register: Callable[..., Any]) -> None:
+    from ._settings import DESCRIPTION, MCPServersSetting
+
+    # trusted_only: a repository's own settings may not add servers (nor trust them)
+    register("mcp_servers", MCPServersSetting, default=None, trusted_only=True, description=DESCRIPTION)
 
 
 @hookimpl

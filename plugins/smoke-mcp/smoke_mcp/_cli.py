@@ -52,7 +52,9 @@ def mcp_group() -> None:
 
 @mcp_group.command("list")
 @_workspace_option
-@click.option("--check", is_flag=True, help="Connect to each server and report its status and tool count.")
+@click.option("--check", is_flag=True,
+              help="Connect to each server from your own configuration and report its status and tool count "
+                   "(servers defined by the workspace's files are not started: check one with `smoke mcp tools NAME`).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def list_command(workspace: str, check: bool, as_json: bool) -> None:
     """List configured MCP servers (name, type, command or URL, where it is configured)."""
@@ -63,21 +65,30 @@ def list_command(workspace: str, check: bool, as_json: bool) -> None:
             "type": cfg.transport,
             "target": cfg.describe() if cfg.transport == "stdio" else cfg.url,
             "source": cfg.source,
+            "origin": cfg.origin,
             "status": "configured",
         }
         for cfg in servers.values()
     ]
-    if check and servers:
+    # A repository's .mcp.json is text from a stranger: --check does not run its commands
+    # for it; naming one server (`smoke mcp tools NAME`) is the person's decision to start it.
+    probed = [c for c in servers.values() if c.origin != "repository"]
+    if check:
+        for row in rows:
+            if row["origin"] == "repository":
+                row["status"] = f"not started (defined by the workspace; check it with `smoke mcp tools {row['name']}`)"
+    if check and probed:
         async def check_all() -> list[tuple[list[Any] | None, str | None]]:
             with tempfile.TemporaryDirectory(prefix="smoke-mcp-") as tmp:
                 import asyncio
 
-                return await asyncio.gather(*(_probe(c, root, Path(tmp)) for c in servers.values()))
+                return await asyncio.gather(*(_probe(c, root, Path(tmp)) for c in probed))
 
         import asyncio
 
-        for row, (tools, error) in zip(rows, asyncio.run(check_all()), strict=True):
-            row["status"] = f"ok ({len(tools or [])} tools)" if error is None else f"failed: {error}"
+        by_name = {r["name"]: r for r in rows}
+        for cfg, (tools, error) in zip(probed, asyncio.run(check_all()), strict=True):
+            by_name[cfg.name]["status"] = f"ok ({len(tools or [])} tools)" if error is None else f"failed: {error}"
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -103,12 +114,16 @@ def list_command(workspace: str, check: bool, as_json: bool) -> None:
 def tools_command(name: str, workspace: str, as_json: bool) -> None:
     """Connect to the MCP server NAME and list its tools (as Smoke exposes them)."""
     from ._schema import provider_schema, tool_name_for
+    from ._state import annotations_for
 
     root, servers = _load(workspace)
     cfg = servers.get(name)
     if cfg is None:
         known = ", ".join(servers) or "none"
         raise click.ClickException(f"no MCP server named {name!r} is configured (configured: {known})")
+
+    # say exactly what is started (the person named it; they may not have read the file)
+    click.echo(f"starting MCP server {name!r} from {cfg.source}: {cfg.describe()}", err=True)
 
     async def probe() -> tuple[list[Any] | None, str | None]:
         with tempfile.TemporaryDirectory(prefix="smoke-mcp-") as tmp:
@@ -123,7 +138,8 @@ def tools_command(name: str, workspace: str, as_json: bool) -> None:
         {
             "name": tool_name_for(name, t.name),
             "mcp_name": t.name,
-            "read_only": bool(getattr(t.annotations, "read_only_hint", False)),
+            "read_only": annotations_for(t)["read_only_hint"],
+            "annotations": annotations_for(t),
             "description": (t.description or "").strip(),
             "input_schema": provider_schema(t.input_schema),
         }

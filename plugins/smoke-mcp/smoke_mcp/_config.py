@@ -1,7 +1,13 @@
 """MCP server configuration: ``create_agent(mcp_servers=...)``,
-``.smoke/config.yaml`` (key ``mcp_servers``), ``.mcp.json`` in the
-workspace (Claude Code / Claude Desktop format) and the user config
-``~/.config/smoke/config.yaml``.
+``.smoke/config.yaml`` and ``.smoke/config.local.yaml`` (key
+``mcp_servers``), ``.mcp.json`` in the workspace (Claude Code / Claude
+Desktop format) and the user config ``~/.config/smoke/config.yaml``.
+
+Each server remembers where it came from (:attr:`MCPServerConfig.origin`):
+``code``, ``user`` or ``repository`` (a file inside the workspace). A
+repository is text from a stranger until the person trusts its folder: its
+``trusted`` is never honoured, and while the folder is untrusted its entries
+may not expand variables that hold secrets.
 
 Parsing never raises: a bad file or entry becomes a problem message (naming
 the file and what is wrong) and the other servers still load.
@@ -14,7 +20,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 #: Transport names accepted in ``type`` (``http`` is an alias of ``streamable-http``).
 TRANSPORTS = ("stdio", "http", "streamable-http", "sse")
@@ -22,6 +28,11 @@ DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 30.0
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+#: Variable names an untrusted repository's MCP config may not expand (besides
+#: provider keys, see smoke_core.secrets.is_secret_name).
+_SECRET_VAR = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
+
+Origin = Literal["code", "user", "repository"]
 
 
 @dataclass(slots=True)
@@ -33,7 +44,10 @@ class MCPServerConfig:
     the per-call timeout and ``connect_timeout`` bounds start + initialize +
     tools/list, both in seconds. ``trusted`` servers start without asking; it
     is honoured only for servers passed in code (``create_agent(mcp_servers=)``)
-    and in the user config, never from files inside the workspace.
+    and in the user config, never from files inside the workspace (unless the
+    user config marks the same server, same command or URL, as trusted).
+    ``origin`` says where the entry came from: ``code``, ``user`` or
+    ``repository``.
     """
 
     name: str
@@ -48,12 +62,20 @@ class MCPServerConfig:
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     trusted: bool = False
     source: str = "create_agent(mcp_servers=...)"
+    origin: Origin = "code"
 
     def target(self) -> dict[str, Any]:
-        """What a person approves: the command line or the URL (never header values)."""
+        """What a person approves: the command line or the URL, and the names
+        (never the values) of the environment variables and headers it sets."""
         if self.transport == "stdio":
-            return {"command": self.command, "args": list(self.args)}
-        return {"url": self.url, "transport": self.transport}
+            out: dict[str, Any] = {"command": self.command, "args": list(self.args)}
+            if self.env:
+                out["env"] = sorted(self.env)
+            return out
+        out = {"url": self.url, "transport": self.transport}
+        if self.headers:
+            out["headers"] = sorted(self.headers)
+        return out
 
     def describe(self) -> str:
         if self.transport == "stdio":
@@ -76,16 +98,77 @@ def _expand(value: str) -> str:
     return _ENV_REF.sub(sub, value)
 
 
-def parse_server(name: Any, raw: Any, *, source: str, allow_trusted: bool) -> tuple[MCPServerConfig | None, str | None]:
+def is_secret_variable(name: str) -> bool:
+    """A provider key (:func:`smoke_core.secrets.is_secret_name`) or a name that
+    says it holds a secret (``GITHUB_TOKEN``, ``DB_PASSWORD``, ``AWS_SECRET_ACCESS_KEY``...)."""
+    from smoke_core.secrets import is_secret_name
+
+    return is_secret_name(name) or bool(_SECRET_VAR.search(name))
+
+
+def secret_references(raw: dict[str, Any]) -> list[str]:
+    """Secret-holding variables that ``${...}`` in an entry would expand."""
+    texts: list[str] = []
+    for key in ("command", "cwd", "url"):
+        if isinstance(raw.get(key), str):
+            texts.append(raw[key])
+    for key in ("args",):
+        if isinstance(raw.get(key), list):
+            texts.extend(str(a) for a in raw[key])
+    for key in ("env", "headers"):
+        if isinstance(raw.get(key), dict):
+            texts.extend(str(v) for v in raw[key].values())
+    found = {m.group(1) for text in texts for m in _ENV_REF.finditer(text)}
+    return sorted(n for n in found if is_secret_variable(n))
+
+
+def identity(raw: Any) -> tuple[Any, ...] | None:
+    """What makes two entries the same server, before any expansion: the
+    transport, the command line or URL, environment and headers (not the
+    timeouts, not ``trusted``). None for an entry that is not an object."""
+    if not isinstance(raw, dict):
+        return None
+    kind = raw.get("type", raw.get("transport"))
+    if kind is None:
+        kind = "stdio" if raw.get("command") is not None else "streamable-http"
+    if kind == "http":
+        kind = "streamable-http"
+
+    def mapping(value: Any) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted((str(k), str(v)) for k, v in value.items())) if isinstance(value, dict) else ()
+
+    args = raw.get("args") or []
+    return (kind, str(raw.get("command")), tuple(str(a) for a in args) if isinstance(args, list) else str(args),
+            mapping(raw.get("env")), str(raw.get("cwd")), str(raw.get("url")), mapping(raw.get("headers")))
+
+
+def parse_server(name: Any, raw: Any, *, source: str, allow_trusted: bool, origin: Origin = "code",
+                 refuse_secrets: bool = False) -> tuple[MCPServerConfig | None, str | None]:
     """Turn one entry into a config. Returns (config, None), (None, problem),
-    or (None, None) for an entry that is switched off (``disabled: true``)."""
+    or (None, None) for an entry that is switched off (``disabled: true``).
+
+    ``refuse_secrets``: the entry comes from a workspace the person has not
+    trusted, so ``${VAR}`` naming a secret (:func:`is_secret_variable`) is a
+    problem instead of being expanded."""
     where = f"{source}: server {name!r}"
     if not isinstance(name, str) or not name.strip():
         return None, f"{source}: server names must be non-empty strings, got {name!r}"
     if not isinstance(raw, dict):
         return None, f"{where} must be an object with 'command' or 'url', got {type(raw).__name__}"
+    for flag in ("disabled", "trusted"):
+        if flag in raw and not isinstance(raw[flag], bool):
+            return None, f"{where}: '{flag}' must be true or false, got {raw[flag]!r}"
     if raw.get("disabled") is True:
         return None, None
+    if refuse_secrets:
+        secrets = secret_references(raw)
+        if secrets:
+            return None, (
+                f"{where} reads the secret variable{'s' if len(secrets) > 1 else ''} {', '.join(secrets)} "
+                f"from your environment; a workspace you have not trusted may not pass secrets to an MCP "
+                f"server, so the server is skipped. Trust the folder (smoke trust) or define the server in "
+                f"{user_config_path()}"
+            )
     kind = raw.get("type", raw.get("transport"))
     if kind is not None and kind not in TRANSPORTS:
         return None, f"{where}: unknown type {kind!r}; use one of {', '.join(TRANSPORTS)}"
@@ -110,7 +193,7 @@ def parse_server(name: Any, raw: Any, *, source: str, allow_trusted: bool) -> tu
     assert isinstance(timeout, float) and isinstance(connect_timeout, float)
     cfg = MCPServerConfig(
         name=name, transport=kind, timeout=timeout, connect_timeout=connect_timeout, source=source,
-        trusted=bool(raw.get("trusted")) and allow_trusted,
+        trusted=raw.get("trusted") is True and allow_trusted, origin=origin,
     )
     if kind == "stdio":
         if not isinstance(command, str) or not command.strip():
@@ -142,23 +225,43 @@ def parse_server(name: Any, raw: Any, *, source: str, allow_trusted: bool) -> tu
     return cfg, None
 
 
-def _parse_block(block: Any, *, source: str, allow_trusted: bool, into: dict[str, MCPServerConfig],
-                 problems: list[str]) -> None:
+@dataclass(slots=True)
+class _Reading:
+    """What the files said so far: parsed servers, problems, and the raw
+    entries of each origin (to recognise them when they come back through
+    ``create_agent(mcp_servers=...)``)."""
+
+    servers: dict[str, MCPServerConfig] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    raw: dict[str, dict[str, tuple[Any, str]]] = field(default_factory=lambda: {"user": {}, "repository": {}})
+
+
+def _parse_block(block: Any, *, source: str, origin: Origin, reading: _Reading, refuse_secrets: bool = False,
+                 skip: dict[str, tuple[Any, str]] | None = None) -> None:
     if block is None:
         return
+    if isinstance(block, dict) and origin == "code" and isinstance(block.get("mcpServers"), dict):
+        block = block["mcpServers"]
     if not isinstance(block, dict):
-        problems.append(f"{source}: the MCP server list must be an object mapping names to servers, "
-                        f"got {type(block).__name__}")
+        reading.problems.append(f"{source}: the MCP server list must be an object mapping names to servers, "
+                                f"got {type(block).__name__}")
         return
     for name, raw in block.items():
-        cfg, problem = parse_server(name, raw, source=source, allow_trusted=allow_trusted)
+        if skip is not None and name in skip and identity(skip[name][0]) == identity(raw):
+            # the workspace's own entry, passed back through the settings: it stays the workspace's
+            continue
+        if origin in reading.raw:
+            reading.raw[origin][name] = (raw, source)
+        cfg, problem = parse_server(name, raw, source=source, allow_trusted=origin != "repository",
+                                    origin=origin, refuse_secrets=refuse_secrets)
         if problem:
-            problems.append(problem)
+            reading.problems.append(problem)
         if cfg is not None:
-            into[name] = cfg
+            reading.servers[name] = cfg
 
 
-def _read_mcp_json(path: Path, into: dict[str, MCPServerConfig], problems: list[str]) -> None:
+def _read_mcp_json(path: Path, reading: _Reading, *, refuse_secrets: bool) -> None:
+    problems = reading.problems
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -171,12 +274,14 @@ def _read_mcp_json(path: Path, into: dict[str, MCPServerConfig], problems: list[
         problems.append(f'{path}: expected {{"mcpServers": {{name: {{command, args}} | {{url}}}}}}; '
                         f"its MCP servers are skipped")
         return
-    _parse_block(data.get("mcpServers"), source=str(path), allow_trusted=False, into=into, problems=problems)
+    _parse_block(data.get("mcpServers"), source=str(path), origin="repository", reading=reading,
+                 refuse_secrets=refuse_secrets)
 
 
-def _read_yaml(path: Path, into: dict[str, MCPServerConfig], problems: list[str], *, allow_trusted: bool) -> None:
+def _read_yaml(path: Path, reading: _Reading, *, origin: Origin, refuse_secrets: bool = False) -> None:
     import yaml
 
+    problems = reading.problems
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -190,8 +295,8 @@ def _read_yaml(path: Path, into: dict[str, MCPServerConfig], problems: list[str]
     if not isinstance(data, dict):
         problems.append(f"{path}: expected a mapping at the top level; its MCP servers are skipped")
         return
-    _parse_block(data.get("mcp_servers"), source=f"{path} (mcp_servers)", allow_trusted=allow_trusted,
-                 into=into, problems=problems)
+    _parse_block(data.get("mcp_servers"), source=f"{path} (mcp_servers)", origin=origin, reading=reading,
+                 refuse_secrets=refuse_secrets)
 
 
 def user_config_path() -> Path:
@@ -199,24 +304,41 @@ def user_config_path() -> Path:
     return Path(base) / "smoke" / "config.yaml"
 
 
-def load_server_configs(workspace_root: Path, from_code: Any = None) -> LoadedConfig:
+def load_server_configs(workspace_root: Path, from_code: Any = None, *,
+                        workspace_trusted: bool = True) -> LoadedConfig:
     """All configured servers by name. Precedence, lowest first: user config,
-    ``.mcp.json``, ``.smoke/config.yaml``, ``create_agent(mcp_servers=)``;
-    a name defined twice takes the higher one whole."""
-    servers: dict[str, MCPServerConfig] = {}
-    problems: list[str] = []
+    ``.mcp.json``, ``.smoke/config.yaml``, ``.smoke/config.local.yaml``,
+    ``create_agent(mcp_servers=)``; a name defined twice takes the higher one whole.
+
+    An entry in ``from_code`` identical (:func:`identity`) to one in a
+    workspace file is that file's entry — ``smoke run`` and the settings
+    layers pass the files' servers back through ``create_agent`` — so it
+    keeps the repository's origin and its ``trusted`` is ignored. A
+    repository server is trusted only when the user config marks a server of
+    the same name and identity as trusted. With ``workspace_trusted=False``
+    the workspace files may not expand secret variables.
+    """
+    reading = _Reading()
+    refuse = not workspace_trusted
     user = user_config_path()
     if user.is_file():
-        _read_yaml(user, servers, problems, allow_trusted=True)
+        _read_yaml(user, reading, origin="user")
     mcp_json = workspace_root / ".mcp.json"
     if mcp_json.is_file():
-        _read_mcp_json(mcp_json, servers, problems)
-    smoke_yaml = workspace_root / ".smoke" / "config.yaml"
-    if smoke_yaml.is_file():
-        _read_yaml(smoke_yaml, servers, problems, allow_trusted=False)
+        _read_mcp_json(mcp_json, reading, refuse_secrets=refuse)
+    for name in ("config.yaml", "config.local.yaml"):
+        path = workspace_root / ".smoke" / name
+        if path.is_file():
+            _read_yaml(path, reading, origin="repository", refuse_secrets=refuse)
     if from_code is not None:
-        if isinstance(from_code, dict) and isinstance(from_code.get("mcpServers"), dict):
-            from_code = from_code["mcpServers"]
-        _parse_block(from_code, source="create_agent(mcp_servers=...)", allow_trusted=True, into=servers,
-                     problems=problems)
-    return LoadedConfig(servers, problems)
+        _parse_block(from_code, source="create_agent(mcp_servers=...)", origin="code", reading=reading,
+                     skip=reading.raw["repository"])
+    for name, cfg in reading.servers.items():
+        if cfg.origin != "repository" or name not in reading.raw["user"]:
+            continue
+        user_raw, _ = reading.raw["user"][name]
+        repo_raw, _ = reading.raw["repository"][name]
+        if isinstance(user_raw, dict) and user_raw.get("trusted") is True and identity(user_raw) == identity(repo_raw):
+            cfg.trusted = True
+            cfg.source += f" (trusted in {user})"
+    return LoadedConfig(reading.servers, reading.problems)

@@ -42,6 +42,16 @@ class MCPServerError(Exception):
         self.connection_lost = connection_lost
 
 
+def server_env(cfg: MCPServerConfig) -> dict[str, str]:
+    """The environment of a stdio server: Smoke's own without provider keys
+    (:func:`smoke_core.secrets.child_env`), plus the config's ``env``. A
+    provider key reaches the server only when its config names it in ``env``
+    (``"OPENAI_API_KEY": "${OPENAI_API_KEY}"``)."""
+    from smoke_core.secrets import child_env
+
+    return child_env(keep=cfg.env.keys(), extra=cfg.env)
+
+
 def read_tail(path: Path | None, limit: int = _STDERR_TAIL_CHARS) -> str:
     """The last ``limit`` characters of a log file ("" if there is none)."""
     if path is None:
@@ -217,7 +227,7 @@ class MCPServerConnection:
             cwd = Path(cfg.cwd) if cfg.cwd else self.workspace_root
             if not cwd.is_absolute():
                 cwd = self.workspace_root / cwd
-            params = StdioServerParameters(command=cfg.command or "", args=list(cfg.args), env=dict(cfg.env) or None,
+            params = StdioServerParameters(command=cfg.command or "", args=list(cfg.args), env=server_env(cfg),
                                            cwd=str(cwd))
             read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
         elif cfg.transport == "sse":

@@ -8,7 +8,7 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._config import MCPServerConfig, load_server_configs
+from ._config import MCPServerConfig, load_server_configs, user_config_path
 from ._connection import MCPServerConnection, MCPServerError
 from ._schema import provider_schema, sanitize_server_name, tool_name_for, unique_name
 
@@ -37,6 +37,43 @@ def pop_state(agent: Agent) -> MCPAgentState | None:
     return _states.pop(agent, None)
 
 
+def workspace_trusted(options: Any) -> bool:
+    """``options.workspace_trusted`` (core's AgentOptions); trusted when absent, as in core."""
+    value = getattr(options, "workspace_trusted", None)
+    return True if value is None else bool(value)
+
+
+def answers_without_asking(options: Any) -> bool:
+    """True when the permission gate would allow a server start without a
+    person: ``auto_approve`` (True, or any list of rules) or ``permission="allow-all"``.
+    A permission callable is the programmer's own decision and is asked."""
+    return bool(getattr(options, "auto_approve", False)) or getattr(options, "permission", None) == "allow-all"
+
+
+def annotations_for(tool: Any) -> dict[str, Any]:
+    """An MCP tool's annotations as Smoke's :class:`ToolAnnotations` fields.
+
+    MCP's hints are the server's own claims, with documented defaults for a
+    tool that says nothing: not read-only, destructive, not idempotent,
+    open-world. A read-only tool is ``kind: "read"``; any other is
+    ``"other"`` (nothing better can be inferred, and never from its name).
+    """
+    ann = getattr(tool, "annotations", None)
+    read_only = getattr(ann, "read_only_hint", None) is True
+    destructive = getattr(ann, "destructive_hint", None)
+    idempotent = getattr(ann, "idempotent_hint", None)
+    open_world = getattr(ann, "open_world_hint", None)
+    return {
+        "title": getattr(tool, "title", None) or getattr(ann, "title", None),
+        "read_only_hint": read_only,
+        # destructiveHint and idempotentHint mean something only for tools that change things
+        "destructive_hint": False if read_only else (True if destructive is None else bool(destructive)),
+        "idempotent_hint": False if idempotent is None else bool(idempotent),
+        "open_world_hint": True if open_world is None else bool(open_world),
+        "kind": "read" if read_only else "other",
+    }
+
+
 class MCPAgentState:
     """What smoke-mcp holds for one agent.
 
@@ -59,7 +96,9 @@ class MCPAgentState:
     async def prepare_run(self, run: RunHandle) -> None:
         from smoke_core.errors import AgentErrorInfo
 
-        loaded = load_server_configs(run.workspace.root, run.options.get("mcp_servers"))
+        trusted_workspace = workspace_trusted(run.options)
+        loaded = load_server_configs(run.workspace.root, run.options.get("mcp_servers"),
+                                     workspace_trusted=trusted_workspace)
         for problem in loaded.problems:
             run.warn(AgentErrorInfo.from_code("tool_failed", problem, severity="warning",
                                               details={"plugin": "smoke-mcp", "kind": "mcp_config"}))
@@ -73,11 +112,28 @@ class MCPAgentState:
                 await conn.close()
                 self.connections.pop(name, None)
             if not cfg.trusted and self.approved.get(name) != cfg.target():
+                untrusted_repository = cfg.origin == "repository" and not trusted_workspace
+                if untrusted_repository and answers_without_asking(run.options):
+                    self._unregister(run.agent, name)
+                    run.warn(AgentErrorInfo.from_code(
+                        "permission_denied",
+                        f"MCP server {name!r} ({cfg.describe()}) from {cfg.source} was not started: the "
+                        f"workspace is not trusted, and automatic approval (auto_approve / permission="
+                        f"allow-all / --yes) never starts a repository's own servers. Approve it when asked "
+                        f"(run without --yes), trust the folder (smoke trust), or define the server in "
+                        f"{user_config_path()}",
+                        severity="warning", details={"server": name, "plugin": "smoke-mcp",
+                                                     "source": cfg.source},
+                    ))
+                    continue
+                reason = f"start MCP server {name!r}: {cfg.describe()}"
+                if untrusted_repository:
+                    reason += f" (defined in {cfg.source}, in a workspace you have not trusted)"
                 allowed = await run.request_permission(
                     kind="mcp_server",
                     name=name,
                     input=cfg.target(),
-                    reason=f"start MCP server {name!r}: {cfg.describe()}",
+                    reason=reason,
                     scope=f"mcp:{sanitize_server_name(name)}",
                 )
                 if not allowed:
@@ -170,8 +226,8 @@ class MCPAgentState:
     def tool_definition(self, server: str, tool: Any, exposed_name: str) -> ToolDefinition:
         from smoke_core.tools import ToolAnnotations, ToolDefinition, ToolPresentation
 
-        ann = getattr(tool, "annotations", None)
-        title = getattr(tool, "title", None) or getattr(ann, "title", None)
+        hints = annotations_for(tool)
+        title = hints["title"]
         description = (getattr(tool, "description", None) or title or tool.name).strip()
         if len(description) > _MAX_DESCRIPTION:
             description = description[: _MAX_DESCRIPTION - 1] + "…"
@@ -185,12 +241,7 @@ class MCPAgentState:
             name=exposed_name,
             description=f"[{server}] {description}",
             input_schema=provider_schema(getattr(tool, "input_schema", None)),
-            annotations=ToolAnnotations(
-                title=title,
-                read_only_hint=bool(getattr(ann, "read_only_hint", False)),
-                destructive_hint=getattr(ann, "destructive_hint", None),
-                open_world_hint=getattr(ann, "open_world_hint", None),
-            ),
+            annotations=ToolAnnotations(**hints),
             presentation=ToolPresentation(label=title or f"{server}: {mcp_name}", icon=ICON, tone="info",
                                           group="mcp"),
             execute=execute,

@@ -70,6 +70,19 @@ def build_server():  # type: ignore[no-untyped-def]
         """Structured weather."""
         return {"city": city, "temperature": 21}
 
+    @server.tool()
+    def environment() -> str:
+        """Return the server's environment variables as a JSON object."""
+        import json
+
+        return json.dumps(dict(os.environ))
+
+    @server.tool(annotations=ToolAnnotations(title="Count up", read_only_hint=False, destructive_hint=False,
+                                             idempotent_hint=True, open_world_hint=False))
+    def annotated() -> str:
+        """A tool that declares every hint."""
+        return "counted"
+
     return server
 
 

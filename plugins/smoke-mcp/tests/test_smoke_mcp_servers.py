@@ -471,8 +471,15 @@ def test_cli_list_and_tools(tmp_path: Path) -> None:
     import click
     from click.testing import CliRunner
 
-    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {
+    user_config = tmp_path / "xdg" / "smoke" / "config.yaml"
+    user_config.parent.mkdir(parents=True)
+    user_config.write_text(json.dumps({"mcp_servers": {
         "t": _test_server(), "remote": {"type": "http", "url": "http://127.0.0.1:9/mcp", "connect_timeout": 5},
+    }}))
+    started = tmp_path / "repository-server-started"
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {
+        "fromrepo": {"command": sys.executable, "args": ["-c", f"open({str(started)!r}, 'w')"]},
+        "t2": _test_server(),
     }}))
 
     @click.group()
@@ -483,21 +490,208 @@ def test_cli_list_and_tools(tmp_path: Path) -> None:
     runner = CliRunner()
     listed = runner.invoke(cli, ["mcp", "list", "-w", str(tmp_path), "--json"])
     assert listed.exit_code == 0, listed.output
-    rows = {r["name"]: r for r in json.loads(listed.output)}
-    assert rows["t"]["type"] == "stdio" and TEST_SERVER in rows["t"]["target"]
+    rows = {r["name"]: r for r in json.loads(listed.stdout)}
+    assert rows["t"]["type"] == "stdio" and TEST_SERVER in rows["t"]["target"] and rows["t"]["origin"] == "user"
     assert rows["remote"]["target"] == "http://127.0.0.1:9/mcp"
+    assert rows["fromrepo"]["origin"] == "repository"
 
     checked = runner.invoke(cli, ["mcp", "list", "-w", str(tmp_path), "--check", "--json"])
-    status = {r["name"]: r["status"] for r in json.loads(checked.output)}
-    assert status["t"] == "ok (8 tools)" and status["remote"].startswith("failed:")
+    status = {r["name"]: r["status"] for r in json.loads(checked.stdout)}
+    assert status["t"] == "ok (10 tools)" and status["remote"].startswith("failed:")
+    # --check does not run the commands a repository's .mcp.json names
+    assert status["fromrepo"].startswith("not started") and "smoke mcp tools fromrepo" in status["fromrepo"]
+    assert not started.exists()
 
-    tools = runner.invoke(cli, ["mcp", "tools", "t", "-w", str(tmp_path), "--json"])
+    tools = runner.invoke(cli, ["mcp", "tools", "t2", "-w", str(tmp_path), "--json"])
     assert tools.exit_code == 0, tools.output
-    by_name = {r["name"]: r for r in json.loads(tools.output)}
-    assert by_name["t__upper"]["read_only"] is True and by_name["t__crash"]["read_only"] is False
+    assert f"starting MCP server 't2' from {tmp_path / '.mcp.json'}" in tools.stderr
+    by_name = {r["name"]: r for r in json.loads(tools.stdout)}
+    assert by_name["t2__upper"]["read_only"] is True and by_name["t2__crash"]["read_only"] is False
+    assert by_name["t2__crash"]["annotations"]["destructive_hint"] is True
 
     table = runner.invoke(cli, ["mcp", "tools", "t", "-w", str(tmp_path)])
-    assert table.exit_code == 0 and "t__upper" in table.output
+    assert table.exit_code == 0 and "t__upper" in table.stdout
 
     missing = runner.invoke(cli, ["mcp", "tools", "nope", "-w", str(tmp_path)])
     assert missing.exit_code != 0 and "no MCP server named 'nope'" in missing.output
+
+
+
+# ---------------------------------------------------------------- provider keys stay out of a server's environment
+
+
+def _environment_of(rec: Recorder, tool: str) -> dict[str, str]:
+    return json.loads(rec.completed(tool)[0]["content"][0]["text"])
+
+
+@pytest.mark.slow
+async def test_a_stdio_server_gets_no_provider_key_unless_its_env_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-0123456789")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-0123456789")
+    monkeypatch.setenv("ACME_API_KEY", "acme-0123456789")
+    monkeypatch.setenv("SMOKE_TEST_ORDINARY", "kept")
+    servers = {
+        "plain": _test_server(trusted=True),
+        "keyed": _test_server(trusted=True, env={"OPENAI_API_KEY": "${OPENAI_API_KEY}", "EXTRA": "x"}),
+    }
+    turns = [{"tool_calls": [{"name": "plain__environment", "input": {}},
+                             {"name": "keyed__environment", "input": {}}]}, "ok"]
+    agent, _ = _agent(tmp_path, turns, servers, permission="allow-all")
+    rec = Recorder(agent)
+    async with agent:
+        result = await agent.run("show me your environment")
+    assert result.status == "completed", rec.warnings()
+    plain, keyed = _environment_of(rec, "plain__environment"), _environment_of(rec, "keyed__environment")
+    for env in (plain, keyed):
+        assert "ANTHROPIC_API_KEY" not in env and "ACME_API_KEY" not in env
+        assert env["SMOKE_TEST_ORDINARY"] == "kept"  # the person's ordinary environment is inherited
+    assert "OPENAI_API_KEY" not in plain
+    assert keyed["OPENAI_API_KEY"] == "sk-openai-0123456789" and keyed["EXTRA"] == "x"
+
+
+# ---------------------------------------------------------------- a repository's servers and trust
+
+
+def _repo_server(tmp_path: Path, name: str = "r", **extra: Any) -> Path:
+    """A .mcp.json server whose process leaves a file behind when it starts."""
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {name: _test_server(**extra)}}))
+    return tmp_path
+
+
+def _started_servers(rec: Recorder) -> list[str]:
+    return [d["server"] for d in rec.of("mcp.server.started")]
+
+
+@pytest.mark.slow
+async def test_untrusted_workspace_asks_before_starting_its_servers_even_when_marked_trusted(
+    tmp_path: Path,
+) -> None:
+    _repo_server(tmp_path, trusted=True)
+    agent, provider = _agent(tmp_path, ["ok"], None, trust_workspace=False)
+    rec = Recorder(agent, {"mcp_server:r": "deny"})
+    async with agent:
+        await agent.run("go")
+    asked = rec.of("permission.required")
+    assert [d["tool_call_id"] for d in asked] == ["mcp_server:r"]
+    assert "a workspace you have not trusted" in asked[0]["reason"] and ".mcp.json" in asked[0]["reason"]
+    assert _started_servers(rec) == [] and "r__upper" not in _tool_names(provider)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kw", [{"auto_approve": True}, {"permission": "allow-all"}], ids=["auto_approve", "allow-all"])
+async def test_automatic_approval_never_starts_an_untrusted_workspaces_servers(
+    tmp_path: Path, kw: dict[str, Any]
+) -> None:
+    _repo_server(tmp_path)
+    code = {"mine": _test_server()}  # the programmer's own server is approved automatically
+    agent, provider = _agent(tmp_path, ["ok"], code, trust_workspace=False, **kw)
+    rec = Recorder(agent)
+    async with agent:
+        result = await agent.run("go")
+    assert result.status == "completed"
+    assert rec.of("permission.required") == []
+    assert _started_servers(rec) == ["mine"]
+    refused = [w for w in rec.warnings() if w["details"].get("server") == "r"]
+    assert len(refused) == 1 and refused[0]["code"] == "permission_denied"
+    assert "workspace is not trusted" in refused[0]["message"] and "smoke trust" in refused[0]["message"]
+    assert "r__upper" not in _tool_names(provider) and "mine__upper" in _tool_names(provider)
+
+
+@pytest.mark.slow
+async def test_a_trusted_workspace_with_auto_approve_starts_them_as_before(tmp_path: Path) -> None:
+    _repo_server(tmp_path)
+    agent, provider = _agent(tmp_path, ["ok"], None, auto_approve=True)
+    rec = Recorder(agent)
+    async with agent:
+        await agent.run("go")
+    assert _started_servers(rec) == ["r"] and "r__upper" in _tool_names(provider)
+
+
+@pytest.mark.slow
+async def test_a_workspace_entry_passed_back_through_create_agent_keeps_its_origin(tmp_path: Path) -> None:
+    """`smoke run` (and the settings layers) hand .smoke/config.yaml's mcp_servers to
+    create_agent; the entry's `trusted: true` must still count for nothing."""
+    entry = _test_server(trusted=True)
+    (tmp_path / ".smoke").mkdir()
+    (tmp_path / ".smoke" / "config.yaml").write_text(json.dumps({"mcp_servers": {"y": entry}}))
+    agent, _ = _agent(tmp_path, ["ok"], {"y": dict(entry)})
+    rec = Recorder(agent, {"mcp_server:y": "allow"})
+    async with agent:
+        await agent.run("go")
+    assert [d["tool_call_id"] for d in rec.of("permission.required")] == ["mcp_server:y"]
+    assert _started_servers(rec) == ["y"]
+
+
+@pytest.mark.slow
+async def test_the_users_own_config_can_trust_a_repository_server(tmp_path: Path) -> None:
+    _repo_server(tmp_path, name="same")
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {
+        "same": _test_server(), "changed": _test_server("stdio"),
+    }}))
+    user = tmp_path / "xdg" / "smoke" / "config.yaml"
+    user.parent.mkdir(parents=True)
+    user.write_text(json.dumps({"mcp_servers": {"same": _test_server(trusted=True),
+                                                "changed": _test_server(trusted=True)}}))
+    agent, _ = _agent(tmp_path, ["ok"], None, trust_workspace=False)
+    rec = Recorder(agent, {"mcp_server:changed": "deny"})
+    async with agent:
+        await agent.run("go")
+    # "same": the repository's entry is the one the person trusted; "changed": its args differ, so it asks
+    assert [d["tool_call_id"] for d in rec.of("permission.required")] == ["mcp_server:changed"]
+    assert _started_servers(rec) == ["same"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", [
+    {"env": {"K": "${OPENAI_API_KEY}"}},
+    {"args": [TEST_SERVER, "stdio", "--token=${GITHUB_TOKEN}"]},
+], ids=["env-provider-key", "args-token"])
+async def test_an_untrusted_workspace_cannot_pass_secrets_to_its_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: dict[str, Any]
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-0123456789")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_0123456789")
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"r": {**_test_server(), **entry}}}))
+    agent, _ = _agent(tmp_path, ["ok"], None, trust_workspace=False)
+    rec = Recorder(agent, {"mcp_server:r": "allow"})
+    async with agent:
+        await agent.run("go")
+    assert rec.of("permission.required") == [] and _started_servers(rec) == []
+    skipped = [w for w in rec.warnings() if "secret variable" in w["message"]]
+    assert len(skipped) == 1 and "smoke trust" in skipped[0]["message"]
+    assert "sk-openai" not in skipped[0]["message"] and "ghp_" not in skipped[0]["message"]
+
+    trusted, _ = _agent(tmp_path, ["ok"], None)  # a trusted workspace may (it asks, then starts)
+    rec2 = Recorder(trusted, {"mcp_server:r": "allow"})
+    async with trusted:
+        await trusted.run("go")
+    assert _started_servers(rec2) == ["r"]
+
+
+# ---------------------------------------------------------------- annotations
+
+
+@pytest.mark.slow
+async def test_mcp_annotations_map_onto_smokes_and_unannotated_tools_ask(tmp_path: Path) -> None:
+    turns = [{"tool_calls": [{"id": "u", "name": "t__upper", "input": {"text": "a"}}]},
+             {"tool_calls": [{"id": "p", "name": "t__pid", "input": {}}]},
+             {"tool_calls": [{"id": "a", "name": "t__annotated", "input": {}}]}, "ok"]
+    agent, _ = _agent(tmp_path, turns, {"t": _test_server(trusted=True)})
+    rec = Recorder(agent, {"p": "allow", "a": "allow"})
+    async with agent:
+        result = await agent.run("go")
+        tools = agent.tools
+        upper, pid, annotated = tools["t__upper"], tools["t__pid"], tools["t__annotated"]
+    assert result.status == "completed"
+    # readOnlyHint → no question; no annotations → mutating, asks; declared hints → asks (not read-only)
+    assert [d["tool_call_id"] for d in rec.of("permission.required")] == ["p", "a"]
+    assert upper.annotations.read_only_hint is True and upper.kind == "read"
+    assert upper.annotations.title == "Upper-case" and upper.annotations.destructive_hint is False
+    pa = pid.annotations
+    assert (pa.read_only_hint, pa.destructive_hint, pa.idempotent_hint, pa.open_world_hint, pid.kind) == (
+        False, True, False, True, "other")  # MCP's defaults for a tool that says nothing
+    aa = annotated.annotations
+    assert (aa.title, aa.destructive_hint, aa.idempotent_hint, aa.open_world_hint, annotated.kind) == (
+        "Count up", False, True, False, "other")

@@ -1,21 +1,28 @@
-"""Running git (argv only, never a shell) and the six git tools."""
+"""The six git tools. How git is run lives in :mod:`._session` and
+:mod:`._safe_git`; how revisions are read, in :mod:`._revisions`."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import shutil
-import signal
-import subprocess
-from dataclasses import dataclass
 from typing import Any
 
 from smoke_core.context import ToolContext
 from smoke_core.errors import ToolError
+from smoke_core.permissions import looks_secret
 from smoke_core.tools import ToolAnnotations, ToolDefinition, ToolPresentation, ToolResult
 
-#: Seconds a git command may take before it is killed.
-GIT_TIMEOUT_S = 120.0
+from ._revisions import (
+    BlobSpec,
+    RevisionError,
+    inside_prefix,
+    repository_path,
+    split_path,
+    split_range,
+)
+from ._session import GIT_TIMEOUT_S, GitOutput, GitSession, exclude_top, git_error, literal, option
+
+__all__ = ["GIT_TIMEOUT_S", "GitOutput", "build_tools", "git_add", "git_commit", "git_diff", "git_log",
+           "git_show", "git_status"]
+
 #: Characters of git output shown to the model before it is truncated.
 OUTPUT_LIMIT = 20_000
 DEFAULT_LOG_COUNT = 20
@@ -23,102 +30,10 @@ MAX_LOG_COUNT = 500
 FALLBACK_NAME = "Smoke"
 FALLBACK_EMAIL = "smoke@localhost"
 
-_ENV = {
-    "GIT_TERMINAL_PROMPT": "0",
-    "GIT_PAGER": "cat",
-    "PAGER": "cat",
-    "GIT_EDITOR": "true",
-    "GIT_SEQUENCE_EDITOR": "true",
-    "GIT_OPTIONAL_LOCKS": "0",
-    # Paths are file names, never pathspec magic (":(top)", globs) that could reach outside the workspace.
-    "GIT_LITERAL_PATHSPECS": "1",
-    "NO_COLOR": "1",
-    "TERM": "dumb",
-}
-
-
-@dataclass
-class GitOutput:
-    code: int
-    stdout: str
-    stderr: str
-
-
-def _option(ctx: ToolContext, name: str, default: Any) -> Any:
-    getter = getattr(ctx.options, "get", None)
-    value = getter(name, None) if getter is not None else None
-    return default if value is None else value
-
-
-async def run_git(
-    ctx: ToolContext, *args: str, config: tuple[str, ...] = (), check: bool = True
-) -> GitOutput:
-    """Run ``git -C <workspace> <args>`` without a shell. With ``check`` a
-    non-zero exit raises :class:`ToolError` with git's message."""
-    git = shutil.which("git")
-    if git is None:
-        raise ToolError(
-            "git is not installed (not found on PATH); install git or work without the git tools"
-        )
-    root = str(ctx.workspace.root)
-    argv = [git, "-C", root, "--no-pager", "-c", "color.ui=false", "-c", "core.quotepath=false"]
-    for item in config:
-        argv += ["-c", item]
-    argv += list(args)
-    env = dict(os.environ)
-    env.update(_ENV)
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise ToolError(f"could not run git: {exc}") from None
-    timeout = float(_option(ctx, "git_timeout_s", GIT_TIMEOUT_S))
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except TimeoutError:
-        await _stop(proc)
-        raise ToolError(
-            f"git {args[0]} did not finish within {timeout:g} s and was stopped"
-        ) from None
-    except asyncio.CancelledError:
-        await _stop(proc)
-        raise
-    result = GitOutput(
-        proc.returncode or 0, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
-    )
-    if check and result.code != 0:
-        raise _git_error(ctx, args[0], result)
-    return result
-
-
-async def _stop(proc: asyncio.subprocess.Process) -> None:
-    """Kill git and anything it started (its own process group), then reap it."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    await proc.wait()
-
-
-def _git_error(ctx: ToolContext, sub: str, result: GitOutput) -> ToolError:
-    message = result.stderr.strip() or result.stdout.strip() or f"exit code {result.code}"
-    low = message.lower()
-    if "not a git repository" in low:
-        return ToolError(
-            f"not a git repository: the workspace {ctx.workspace.root} is not inside a git repository. "
-            f"Run `git init` there (with run_command) to create one, or work without the git tools."
-        )
-    if "dubious ownership" in low:
-        return ToolError(
-            f"git refused the repository at {ctx.workspace.root} because it belongs to another user: {message}"
-        )
-    return ToolError(f"git {sub} failed (exit code {result.code}): {message[:4000]}")
+#: Options every diff-producing command gets: no external diff program, no
+#: textconv driver (both would run commands the repository names), no colour,
+#: no descent into submodules (other repositories with their own config).
+_DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all")
 
 
 def truncate(text: str, limit: int, hint: str) -> tuple[str, bool]:
@@ -136,7 +51,7 @@ def truncate(text: str, limit: int, hint: str) -> tuple[str, bool]:
 
 
 def _limit(ctx: ToolContext) -> int:
-    return int(_option(ctx, "git_output_limit", OUTPUT_LIMIT))
+    return int(option(ctx, "git_output_limit", OUTPUT_LIMIT))
 
 
 def _rev(value: Any, field: str = "rev") -> str:
@@ -169,11 +84,60 @@ def _pathspec(ctx: ToolContext, value: Any, *, write: bool = False) -> str:
     return text if text else "."
 
 
+async def _commit_or_range(git: GitSession, rev: str, field: str) -> None:
+    """Refuse anything but a commit or a range of commits (``A..B``, ``A...B``)."""
+    if split_path(rev)[1] is not None:
+        raise ToolError(
+            f"{field} {rev!r} names a file (<rev>:<path>); give a commit or a range such as HEAD~3..HEAD, "
+            f"and the file as path="
+        )
+    for end in split_range(rev) or [rev]:
+        if not await git.is_commit(end):
+            await _not_a_commit(git, end, rev, field)
+
+
+async def _not_a_commit(git: GitSession, end: str, rev: str, field: str) -> None:
+    kind = await git.object_type(end)
+    if kind is None:
+        raise ToolError(
+            f"unknown revision {end!r}: not a branch, tag, commit or HEAD~N of this repository "
+            f"(see git_log for commits)"
+        )
+    raise ToolError(
+        f"{field} {rev!r} names a {kind}, not a commit; to see a file at a revision give <commit>:<path> "
+        f"(e.g. HEAD:src/app.py)"
+    )
+
+
+def _secret_note(hidden: list[str]) -> str:
+    shown = ", ".join(hidden[:10]) + (f" and {len(hidden) - 10} more" if len(hidden) > 10 else "")
+    return (
+        f"[left out: {shown} — secret-looking files are not printed by the git tools; "
+        f"read one with read_file, which asks the person first]"
+    )
+
+
+async def _secret_exclusions(git: GitSession, listing: list[str], requested: str | None) -> tuple[list[str], list[str]]:
+    """Pathspecs that leave secret-looking files (``.env``, keys...) out of a
+    diff, and their names. ``listing`` is the same command with
+    ``--name-only --no-renames -z`` (so a renamed ``.env`` is listed under
+    both names). A path the model asked for by name that looks secret has
+    already been through the permission gate (which asks), so it is kept."""
+    if requested is not None and looks_secret(requested):
+        return [], []
+    res = await git.run(*listing)
+    names = [n.decode("utf-8", "replace") for n in res.raw.split(b"\0") if n.strip()]
+    hidden = sorted({n for n in names if looks_secret(n)})
+    return [exclude_top(n) for n in hidden], hidden
+
+
 # ---------------------------------------------------------------- tools
 
 
 async def git_status(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    res = await run_git(ctx, "status", "--short", "--branch", "--untracked-files=all")
+    git = await GitSession.open(ctx)
+    res = await git.run("status", "--short", "--branch", "--untracked-files=all", "--ignore-submodules=all",
+                        "--", literal("."))
     lines = res.stdout.rstrip("\n").splitlines()
     changes = [line for line in lines if not line.startswith("##")]
     branch = lines[0][3:] if lines and lines[0].startswith("##") else None
@@ -189,18 +153,24 @@ async def git_status(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 
 async def git_diff(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    args = ["diff", "--no-color", "--no-ext-diff"]
+    git = await GitSession.open(ctx)
+    options = ["diff", *_DIFF_OPTIONS]
     staged = bool(input.get("staged"))
     if staged:
-        args.append("--cached")
+        options.append("--cached")
+    revs: list[str] = []
     rev = input.get("rev")
     if rev is not None:
-        args += ["--end-of-options", _rev(rev)]
-    args.append("--")
+        checked = _rev(rev)
+        await _commit_or_range(git, checked, "rev")
+        revs = ["--end-of-options", checked]
     path = input.get("path")
-    if path is not None:
-        args.append(_pathspec(ctx, path))
-    res = await run_git(ctx, *args)
+    specs = [literal(_pathspec(ctx, path))] if path is not None else [literal(".")]
+    excludes, hidden = await _secret_exclusions(
+        git, [*options, "--name-only", "--no-renames", "-z", *revs, "--", *specs], path
+    )
+    res = await git.run(*options, *revs, "--", *specs, *excludes)
+    note = f"\n{_secret_note(hidden)}" if hidden else ""
     if not res.stdout.strip():
         if rev is not None:
             what = f"no differences against {rev}"
@@ -210,35 +180,40 @@ async def git_diff(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
             what = "no unstaged changes to tracked files (untracked files are not diffed; see git_status, or staged=true for staged changes)"
         if path is not None:
             what += f" in {path}"
-        return ToolResult.text(what.capitalize(), data={"empty": True, "truncated": False})
+        return ToolResult.text(what.capitalize() + note,
+                               data={"empty": True, "truncated": False, "secret_files_left_out": hidden})
     text, truncated = truncate(
         res.stdout, _limit(ctx), "Narrow it with path=, or use git_status for the list of files."
     )
-    return ToolResult.text(text, data={"empty": False, "truncated": truncated})
+    return ToolResult.text(text + note,
+                           data={"empty": False, "truncated": truncated, "secret_files_left_out": hidden})
 
 
 async def git_log(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
     count = int(input.get("count") or DEFAULT_LOG_COUNT)
     count = max(1, min(count, MAX_LOG_COUNT))
+    git = await GitSession.open(ctx)
     args = [
         "log",
         f"--max-count={count}",
         "--date=short",
         "--pretty=format:%h %ad %an: %s",
         "--no-color",
+        "--",
     ]
     path = input.get("path")
-    args.append("--")
     if path is not None:
-        args.append(_pathspec(ctx, path))
-    res = await run_git(ctx, *args, check=False)
+        args.append(literal(_pathspec(ctx, path)))
+    elif git.prefix:
+        args.append(literal("."))  # a sub-folder of a larger repository: its own history only
+    res = await git.run(*args, check=False)
     if res.code != 0:
         low = res.stderr.lower()
         if "does not have any commits yet" in low or "bad default revision" in low:
             return ToolResult.text(
                 "No commits yet in this repository.", data={"commits": 0, "truncated": False}
             )
-        raise _git_error(ctx, "log", res)
+        raise git_error(ctx, "log", res)
     lines = [line for line in res.stdout.splitlines() if line.strip()]
     if not lines:
         where = f" touching {path}" if path is not None else ""
@@ -249,15 +224,63 @@ async def git_log(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult.text(text, data={"commits": len(lines), "truncated": truncated})
 
 
+async def _blob_spec(git: GitSession, left: str, path: str, rev: str) -> BlobSpec:
+    """Check ``<left>:<path>`` (or an index form): a commit, a path inside the
+    workspace, not a secret-looking file."""
+    if left.startswith(":"):
+        commit, stage = None, left[1:]
+    else:
+        if not left or not await git.is_commit(left):
+            raise ToolError(
+                f"{left!r} in {rev!r} is not a commit; give <commit>:<path> with a branch, tag, commit id "
+                f"or HEAD~N before the ':' (e.g. HEAD:src/app.py)"
+            )
+        commit, stage = left, "0"
+    try:
+        repo_path = repository_path(path, git.prefix)
+    except RevisionError as exc:
+        raise ToolError(f"rev {rev!r}: {exc}") from None
+    if not inside_prefix(repo_path, git.prefix):
+        raise ToolError(
+            f"rev {rev!r} names {repo_path or 'the repository root'!r}, which is outside the workspace "
+            f"(the workspace is the folder {git.prefix.rstrip('/')!r} of the repository at {git.toplevel}); "
+            f"the git tools only show files inside it. A path after ':' is taken from the repository root "
+            f"unless it starts with ./ (e.g. HEAD:./src/app.py)"
+        )
+    if looks_secret(repo_path):
+        raise ToolError(
+            f"git_show does not print {repo_path!r}: it looks like a secret file, and reading secrets needs "
+            f"the person's approval, which git_show cannot ask for. Read the current file with read_file "
+            f"(it asks the person first), or ask the person to look at this revision themselves"
+        )
+    return BlobSpec(commit, stage, repo_path)
+
+
 async def git_show(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
     rev = _rev(input.get("rev"))
-    res = await run_git(
-        ctx, "show", "--stat", "--patch", "--no-color", "--no-ext-diff", "--end-of-options", rev
+    git = await GitSession.open(ctx)
+    left, path = split_path(rev)
+    if path is not None:
+        spec = await _blob_spec(git, left, path, rev)
+        res = await git.run("show", "--no-color", "--no-textconv", "--end-of-options", spec.spec())
+        text, truncated = truncate(res.stdout, _limit(ctx), "Read the current file with read_file and a line range.")
+        return ToolResult.text(text, data={"truncated": truncated, "path": spec.path})
+    await _commit_or_range(git, rev, "rev")
+    options = ["show", *_DIFF_OPTIONS]
+    specs = [literal(".")]
+    excludes, hidden = await _secret_exclusions(
+        git, [*options, "--format=", "--name-only", "--no-renames", "-z", "--end-of-options", rev, "--", *specs],
+        None,
     )
+    # --sparse: a commit that changes nothing inside the workspace still shows its message
+    res = await git.run(*options, "--stat", "--patch", "--sparse", "--end-of-options", rev, "--", *specs,
+                        *excludes)
     text, truncated = truncate(
         res.stdout, _limit(ctx), "Use git_diff with rev= and path= to see one file."
     )
-    return ToolResult.text(text, data={"truncated": truncated})
+    if hidden:
+        text += f"\n{_secret_note(hidden)}"
+    return ToolResult.text(text, data={"truncated": truncated, "secret_files_left_out": hidden})
 
 
 async def git_add(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -267,8 +290,9 @@ async def git_add(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
             'paths is empty; list the files or folders to stage (e.g. ["src/app.py"] or ["."])'
         )
     specs = [_pathspec(ctx, p, write=True) for p in paths]
-    await run_git(ctx, "add", "--", *specs)
-    res = await run_git(ctx, "status", "--short")
+    git = await GitSession.open(ctx)
+    await git.run("add", "--", *(literal(s) for s in specs))
+    res = await git.run("status", "--short", "--ignore-submodules=all", "--", literal("."))
     staged = [line for line in res.stdout.splitlines() if line[:1] not in (" ", "?", "")]
     text = f"Staged {', '.join(specs)}.\n" + (res.stdout.rstrip("\n") or "(nothing changed)")
     return ToolResult.text(text, data={"paths": specs, "staged": len(staged)})
@@ -280,16 +304,31 @@ async def git_commit(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raise ToolError("message is empty; give a commit message (a short summary line)")
     if "\x00" in message:
         raise ToolError("message contains a NUL byte; remove it")
+    git = await GitSession.open(ctx)
+    if git.prefix:
+        # a sub-folder of a larger repository: the commit must not carry changes staged outside it
+        staged = await git.run("diff", "--cached", "--name-only", "--no-renames", "-z", "--ignore-submodules=all")
+        names = [n.decode("utf-8", "replace") for n in staged.raw.split(b"\0") if n]
+        outside = [n for n in names if not inside_prefix(n, git.prefix)]
+        if outside:
+            listed = ", ".join(outside[:10]) + (" ..." if len(outside) > 10 else "")
+            raise ToolError(
+                f"not committed: changes outside the workspace are staged ({listed}), and the commit would "
+                f"include them. The workspace is the folder {git.prefix.rstrip('/')!r} of the repository at "
+                f"{git.toplevel}; ask the person to commit or unstage those changes first"
+            )
     config: list[str] = []
     notes: list[str] = []
     for key, fallback in (("user.name", FALLBACK_NAME), ("user.email", FALLBACK_EMAIL)):
-        got = await run_git(ctx, "config", "--get", key, check=False)
+        got = await git.run("config", "--get", key, check=False)
         if got.code == 128 or "not a git repository" in got.stderr.lower():
-            raise _git_error(ctx, "commit", got)
+            raise git_error(ctx, "commit", got)
         if not got.stdout.strip():
             config.append(f"{key}={fallback}")
             notes.append(f"{key}={fallback}")
-    res = await run_git(ctx, "commit", "-m", message, config=tuple(config), check=False)
+    # hooks do not run (core.hooksPath=/dev/null, --no-verify) and the commit is not signed
+    res = await git.run("commit", "--no-verify", "--no-gpg-sign", "-m", message, config=tuple(config),
+                        check=False)
     if res.code != 0:
         both = (res.stdout + res.stderr).lower()
         if (
@@ -300,8 +339,8 @@ async def git_commit(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
             raise ToolError(
                 "nothing to commit: no changes are staged. Stage files with git_add first, then commit."
             )
-        raise _git_error(ctx, "commit", res)
-    head = await run_git(ctx, "rev-parse", "HEAD")
+        raise git_error(ctx, "commit", res)
+    head = await git.run("rev-parse", "HEAD")
     commit = head.stdout.strip()
     summary = res.stdout.strip().splitlines()
     text = "Committed " + commit[:12] + ("\n" + "\n".join(summary[:20]) if summary else "")
@@ -332,6 +371,7 @@ def build_tools() -> list[ToolDefinition]:
         read_only: bool,
         label: str,
         icon: str,
+        idempotent: bool = True,
         permission_key: str | None = None,
     ) -> ToolDefinition:
         schema = {"type": "object", "additionalProperties": False, **schema}
@@ -340,9 +380,11 @@ def build_tools() -> list[ToolDefinition]:
             name=name,
             description=description,
             input_schema=schema,
+            # git_add / git_commit change the index and history, not files: "other", so the
+            # loop's phases and guards do not count them as code edits.
             annotations=ToolAnnotations(
-                title=label, read_only_hint=read_only, destructive_hint=False if read_only else None,
-                kind="read" if read_only else "edit",
+                title=label, read_only_hint=read_only, destructive_hint=False, idempotent_hint=idempotent,
+                open_world_hint=False, kind="read" if read_only else "other",
             ),
             permission_key=permission_key,
             presentation=ToolPresentation(
@@ -377,6 +419,7 @@ def build_tools() -> list[ToolDefinition]:
             read_only=True,
             label="Git diff",
             icon="🔀",
+            permission_key="path",
         ),
         make(
             "git_log",
@@ -395,10 +438,12 @@ def build_tools() -> list[ToolDefinition]:
             read_only=True,
             label="Git log",
             icon="📜",
+            permission_key="path",
         ),
         make(
             "git_show",
-            "Show a commit: message, changed files and diff.",
+            "Show a commit (message, changed files and diff), or a file at a revision with "
+            "`<commit>:<path>` (e.g. HEAD~1:src/app.py).",
             {
                 "properties": {
                     "rev": _REV
@@ -409,6 +454,7 @@ def build_tools() -> list[ToolDefinition]:
             read_only=True,
             label="Git show",
             icon="🔎",
+            permission_key="rev",
         ),
         make(
             "git_add",
@@ -443,6 +489,7 @@ def build_tools() -> list[ToolDefinition]:
             },
             git_commit,
             read_only=False,
+            idempotent=False,
             label="Git commit",
             icon="✅",
         ),

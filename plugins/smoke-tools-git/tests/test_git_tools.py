@@ -263,7 +263,9 @@ async def test_show_commit_and_bad_rev(tmp_path: Path) -> None:
     result = await git_show({"rev": "HEAD"}, ctx)
     text = result.text_content()
     assert "first commit" in text and "app.py" in text and "+print('v1')" in text
-    with pytest.raises(ToolError, match="git show failed"):
+    for found_by_message in (":/first", "HEAD^{/first}"):
+        assert "first commit" in (await git_show({"rev": found_by_message}, ctx)).text_content()
+    with pytest.raises(ToolError, match=r"unknown revision .no-such-branch."):
         await git_show({"rev": "no-such-branch"}, ctx)
     with pytest.raises(ToolError, match="not an option"):
         await git_show({"rev": "--help"}, ctx)
