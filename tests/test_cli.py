@@ -348,7 +348,21 @@ def test_config_file_chooses_provider(tmp_path):
     (ws / ".smoke" / "config.yaml").write_text("provider: cli-scripted\nmodel: tiny\n")
     env = clean_env(tmp_path, PYTHONPATH=str(plugdir), SMOKE_LOAD_PLUGINS="cli_scripted",
                     SMOKE_TEST_TURNS=json.dumps(["configured"]))
+    # an untrusted folder does not choose the provider (nor its endpoint)
+    proc = smoke("run", "--json", "go", cwd=ws, env=env)
+    assert proc.returncode == 2
+    assert "ignored settings in" in proc.stderr and "provider" in proc.stderr and "smoke trust" in proc.stderr
+    # the user's own settings do
+    user = Path(env["XDG_CONFIG_HOME"]) / "smoke" / "config.yaml"
+    user.parent.mkdir(parents=True)
+    user.write_text("provider: cli-scripted\n")
     proc = smoke("run", "--json", "go", cwd=ws, env=env)
     assert proc.returncode == 0, proc.stderr
     started = json.loads(proc.stdout.splitlines()[0])
     assert started["type"] == "run.started" and started["data"]["provider"] == "scripted"
+    # and so does a trusted folder's file
+    user.write_text("")
+    assert smoke("trust", str(ws), cwd=ws, env=env).returncode == 0
+    proc = smoke("run", "--json", "go", cwd=ws, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "ignored settings" not in proc.stderr
