@@ -19,15 +19,24 @@ def _fail(message: str) -> None:
     sys.exit(EXIT_USAGE)
 
 
-def _inspection_agent(workspace: str) -> Any:
-    """An agent with no provider, for commands that list what an agent would have."""
+def _inspection_agent(workspace: str, *, quiet: bool = False) -> Any:
+    """An agent with no provider, for commands that list what an agent would
+    have. ``quiet``: the command prints the settings warnings itself."""
+    import logging
+
     from .agent import create_agent
     from .config import ConfigError
 
+    logger = logging.getLogger("smoke")
+    level = logger.level
+    if quiet:
+        logger.setLevel(logging.ERROR)
     try:
         return create_agent(workspace, provider=_NoProvider(), trust_workspace=None)
     except (ConfigError, ValueError, TypeError, OSError) as exc:
         _fail(str(exc))
+    finally:
+        logger.setLevel(level)
 
 
 class _NoProvider:
@@ -160,7 +169,7 @@ def trust_impl(path: str, *, revoke: bool, list_: bool) -> None:
 
 def permissions_impl(workspace: str, as_json: bool) -> None:
     """``smoke permissions``: mode, auto_approve and every rule with its origin."""
-    agent = _inspection_agent(workspace)
+    agent = _inspection_agent(workspace, quiet=True)
     resolved = agent.settings
     order = {"deny": 0, "ask": 1, "allow": 2}
     rules = sorted(resolved.rules, key=lambda r: (order[r.action], not r.managed))

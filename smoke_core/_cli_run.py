@@ -296,7 +296,7 @@ def _read_line(prompt: str) -> str:
     return line.rstrip("\n") if line else ""
 
 
-def _esc(text: str) -> str:
+def _esc(text: Any) -> str:
     from rich.markup import escape
 
     return escape(str(text))

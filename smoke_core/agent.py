@@ -413,8 +413,8 @@ def create_agent(
         if key not in specs:
             import difflib
 
-            known = [*_CREATE_AGENT_ARGS, *specs]
-            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            candidates = [*_CREATE_AGENT_ARGS, *specs]
+            close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else (
                 "; if a plugin declares it, that plugin is not installed or not loaded (SMOKE_LOAD_PLUGINS)"
             )

@@ -369,7 +369,7 @@ def read_settings_file(path: Path, *, managed: bool = False) -> dict[str, Any] |
 
 def _read_problem(path: Path, what: str, managed: bool) -> str:
     if managed:
-        return (f"managed settings {path} {what}. Smoke refuses to run until it is fixed: managed settings "
+        return (f"managed settings {path} {what.rstrip()}. Smoke refuses to run until it is fixed: managed settings "
                 f"are your organisation's policy (ask whoever manages this machine).")
     return f"{path} {what}. Fix the file or remove it."
 
@@ -692,9 +692,10 @@ def _format_validation(where: str, key: str, error: ValidationError, value: Any)
         hint = ""
         if key == "permission" and isinstance(value, dict):
             hint = " (rules go under `permissions:` with allow / ask / deny lists)"
-        elif err["type"] == "value_error":
+        elif err["type"] == "value_error" and key != "base_url":
             hint = f" ({err['msg'].removeprefix('Value error, ')})"
-        lines.append(f"{where}: {key}: expected {policy.expected}, got {_describe_value(value)}{hint}")
+        named = where if where.startswith("option --") else f"{where}: {key}"
+        lines.append(f"{named}: expected {policy.expected}, got {_describe_value(value)}{hint}")
         break
     # one message per key; several problems of one key on separate lines
     return "\n".join(dict.fromkeys(lines))
@@ -730,7 +731,7 @@ def _validate_layer(
                 for action, texts in rules.items():
                     for text in texts:
                         try:
-                            parse_rule(text, action, origin=where(key))
+                            parse_rule(text, action, origin=where(key))  # type: ignore[arg-type]
                         except RuleError as exc:
                             problems.append(str(exc))
         elif key in specs:
@@ -764,7 +765,7 @@ def _file_where(path: Path) -> Callable[[str], str]:
 
 def _code_where(code_origin: str) -> Callable[[str], str]:
     if code_origin == "flag":
-        return lambda key: "command-line option"
+        return lambda key: f"option --{key.replace('_', '-')}"
     return lambda key: f"{code_origin}()"
 
 
@@ -824,10 +825,12 @@ def resolve_settings(
     chosen = _check_sources(sources)
     managed_path = managed_settings_path()
     managed_raw = read_settings_file(managed_path, managed=True)
-    managed = (
-        _validate_layer(managed_raw, "managed", str(managed_path), specs, _file_where(managed_path))
-        if managed_raw is not None else None
-    )
+    managed = None
+    if managed_raw is not None:
+        try:
+            managed = _validate_layer(managed_raw, "managed", str(managed_path), specs, _file_where(managed_path))
+        except SettingsError as exc:
+            raise SettingsError(_read_problem(managed_path, f"are invalid:\n{exc}\n", True)) from None
     trusted = is_trusted(ws) if trust is None else bool(trust)
 
     layers: list[_LayerData] = []
@@ -958,23 +961,26 @@ def _merge(ws: Path, trusted: bool, layers: list[_LayerData], managed: _LayerDat
                 values["permission"] = permission_callable
                 origins["permission"] = data.origin
                 layer_of["permission"] = "code"
-        if skipped:
-            ignored[data.origin] = skipped
-            warnings.append(
-                f"ignored settings in {data.origin}: {', '.join(skipped)} — this folder ({ws}) is not trusted, "
-                f"so its own files may only tighten policy. If you trust it, run `smoke trust {_shell_quote(ws)}`."
-            )
-        if not_here:
-            allowed = {k: "/".join(field_policy(k).layers) for k in not_here}
-            warnings.append(
-                f"ignored settings in {data.origin}: "
-                + ", ".join(f"{k} (only read from: {allowed[k].replace('code', 'create_agent/flags')})" for k in not_here)
-            )
+        if skipped or not_here:
+            listed = [*skipped, *(
+                f"{k} (read only from {' and '.join(field_policy(k).layers).replace('code', 'create_agent')} settings)"
+                for k in not_here
+            )]
+            message = f"ignored settings in {data.origin}: {', '.join(listed)}"
+            if skipped:
+                ignored[data.origin] = skipped
+                message += (f" — this folder ({ws}) is not trusted, so its own files may only tighten policy. "
+                            f"If you trust it, run `smoke trust {_shell_quote(ws)}`.")
+            warnings.append(message)
         if final:
             overridden[data.origin] = final
-            what = "--" + ", --".join(k.replace("_", "-") for k in final) if data.origin == "flag" else ", ".join(final)
+            if data.origin == "flag":
+                what = ", ".join(_FLAG_NAMES.get(k, "--" + k.replace("_", "-")) for k in final)
+                source = "the command line"
+            else:
+                what, source = ", ".join(final), data.origin
             warnings.append(
-                f"ignored {what} from {data.origin}: managed settings ({managed.origin if managed else '?'}) set "
+                f"ignored {what} from {source}: managed settings ({managed.origin if managed else '?'}) set "
                 f"{'it' if len(final) == 1 else 'them'}, and managed settings are final"
             )
 
@@ -1030,6 +1036,9 @@ def _merge(ws: Path, trusted: bool, layers: list[_LayerData], managed: _LayerDat
         layer_of=layer_of, provider_history=provider_history,
     )
 
+
+#: how the CLI spells a setting it passes as a flag
+_FLAG_NAMES = {"auto_approve": "--yes"}
 
 _RANK = {"default": 0, "user": 1, "project": 2, "local": 3, "environment": 4, "code": 5, "managed": 6}
 
