@@ -32,10 +32,10 @@ def _interactive() -> bool:
 class TerminalUI:
     """Renders events with rich and answers pauses at the terminal.
 
-    ``approve``: "ask" (prompt), "yes" (allow all: ``smoke demo --yes``), or
-    "deny" (no terminal: refuse with a message saying how to allow). ``yes``:
-    ``--yes`` was given (the gate already allows what it may; what still asks
-    was sent to a person by a rule).
+    ``approve``: "ask" (prompt) or "deny" (no terminal: refuse with a message
+    saying how to allow). ``yes``: ``--yes`` was given, so the gate already
+    allows what it may (``auto_approve``); what still asks was sent to a
+    person by a rule or by managed settings.
     """
 
     def __init__(self, agent: Any, *, approve: str, label: str | None = None, stderr: bool = False,
@@ -169,9 +169,6 @@ class TerminalUI:
     async def _ask_permission(self, d: dict[str, Any]) -> None:
         call_id = d["tool_call_id"]
         c = self.console
-        if self.approve == "yes":
-            self.agent.resolve_permission(call_id, "allow")
-            return
         if self.approve == "deny":
             why = f" ({_esc(d['reason'])})" if d.get("reason") else ""
             if self.yes:
@@ -519,19 +516,22 @@ def demo_impl(yes: bool, as_json: bool, workspace: str | None) -> None:
     """Watch a simulated model fix a real bug with the real harness (offline, no key)."""
     import subprocess
 
+    from .config import ConfigError
     from .demo import DEMO_TASK, SIMULATION_LABEL, create_demo_agent
 
-    approve = "yes" if yes else ("ask" if _interactive() else "yes")
-    if approve == "yes" and not yes and not as_json:
+    # approvals go through the gate (auto_approve), so an ask rule still asks
+    auto = yes or not _interactive()
+    if auto and not yes and not as_json:
         click.echo("smoke demo: no terminal attached, so approvals are granted automatically (use --yes to say so).", err=True)
     try:
-        agent, project = create_demo_agent(workspace, auto_approve=(approve == "yes"))
-    except RuntimeError as exc:
+        agent, project = create_demo_agent(workspace, auto_approve=auto)
+    except (RuntimeError, ConfigError) as exc:
         click.echo(f"smoke demo: {exc}", err=True)
         sys.exit(EXIT_USAGE)
     if not as_json:
         click.echo(f"sample project copied to {project}")
-    code = _run_agent(agent, DEMO_TASK, as_json=as_json, approve=approve, label=SIMULATION_LABEL)
+    code = _run_agent(agent, DEMO_TASK, as_json=as_json, approve=_approve_mode(as_json), label=SIMULATION_LABEL,
+                      yes=auto)
     if not as_json:
         proc = subprocess.run(
             [sys.executable, "-m", "unittest", "discover", "-s", "tests"], cwd=project,

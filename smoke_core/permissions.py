@@ -441,7 +441,8 @@ class PermissionGate:
         self.mode = mode
         self.auto_approve = auto_approve
         self.allowed_for_run: set[str] = set()
-        self.workspace = Path(workspace).resolve() if workspace is not None else None
+        self._workspace_arg = workspace
+        self._workspace: Path | None = None
         self._tools = tools
         self.rules: list[PermissionRule] = []
         for rule in rules:
@@ -456,6 +457,13 @@ class PermissionGate:
             rule = parse_rule(rule, action, origin=origin)
         self.rules.append(rule)
         return rule
+
+    @property
+    def workspace(self) -> Path | None:
+        """The resolved workspace (resolved on first use: most gates never need it)."""
+        if self._workspace is None and self._workspace_arg is not None:
+            self._workspace = Path(self._workspace_arg).resolve()
+        return self._workspace
 
     def permission_key(self, tool_name: str) -> str | None:
         if self._tools is None:

@@ -27,9 +27,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import difflib
+import functools
 import json
 import os
 import re
+import stat
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -301,8 +303,12 @@ def collect_setting_specs(pm: SmokePluginManager) -> dict[str, SettingSpec]:
 
 
 def user_settings_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "smoke" / "config.yaml"
+    return Path(_user_settings_file())
+
+
+def _user_settings_file() -> str:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "smoke", "config.yaml")
 
 
 def project_settings_path(workspace: str | os.PathLike[str]) -> Path:
@@ -327,17 +333,17 @@ def _state_path() -> Path:
 _file_cache: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
 
 
-def read_settings_file(path: Path, *, managed: bool = False) -> dict[str, Any] | None:
+def read_settings_file(path: str | os.PathLike[str], *, managed: bool = False) -> dict[str, Any] | None:
     """The mapping in ``path`` (None when the file does not exist). A file
     that cannot be read, is not YAML or does not hold a mapping raises
     :class:`SettingsError`."""
     try:
-        st = path.stat()
-    except FileNotFoundError:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
         raise SettingsError(_read_problem(path, f"cannot be read ({exc.strerror or exc})", managed)) from None
-    if not path.is_file():
+    if not stat.S_ISREG(st.st_mode):
         raise SettingsError(_read_problem(path, "is not a file", managed))
     stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
     cached = _file_cache.get(str(path))
@@ -346,7 +352,7 @@ def read_settings_file(path: Path, *, managed: bool = False) -> dict[str, Any] |
     import yaml
 
     try:
-        text = path.read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SettingsError(_read_problem(path, f"cannot be read ({exc})", managed)) from None
     try:
@@ -367,7 +373,7 @@ def read_settings_file(path: Path, *, managed: bool = False) -> dict[str, Any] |
     return data
 
 
-def _read_problem(path: Path, what: str, managed: bool) -> str:
+def _read_problem(path: str | os.PathLike[str], what: str, managed: bool) -> str:
     if managed:
         return (f"managed settings {path} {what.rstrip()}. Smoke refuses to run until it is fixed: managed settings "
                 f"are your organisation's policy (ask whoever manages this machine).")
@@ -378,7 +384,13 @@ def _read_problem(path: Path, what: str, managed: bool) -> str:
 
 
 def _norm_folder(path: str | os.PathLike[str]) -> Path:
-    return Path(os.path.expanduser(str(path))).resolve()
+    return Path(_realpath(os.fspath(path)))
+
+
+@functools.lru_cache(maxsize=256)
+def _realpath(path: str) -> str:
+    # create_agent resolves the same workspace again and again
+    return os.path.realpath(os.path.expanduser(path))
 
 
 def trusted_folders(*, include_managed: bool = True) -> list[Path]:
@@ -759,7 +771,7 @@ def _validate_layer(
     return _LayerData(layer, origin, core, plugin, where)
 
 
-def _file_where(path: Path) -> Callable[[str], str]:
+def _file_where(path: str | os.PathLike[str]) -> Callable[[str], str]:
     return lambda key: str(path)
 
 
@@ -819,11 +831,12 @@ def resolve_settings(
     untrusted rules, None looks the folder up in the trust store. ``specs``
     are the plugin-declared keys. Raises :class:`SettingsError`.
     """
-    ws = _norm_folder(workspace)
+    ws_text = _realpath(os.fspath(workspace))
+    ws = Path(ws_text)
     env = os.environ if environ is None else environ
     specs = dict(specs or {})
     chosen = _check_sources(sources)
-    managed_path = managed_settings_path()
+    managed_path = os.environ.get("SMOKE_MANAGED_SETTINGS") or DEFAULT_MANAGED_PATH
     managed_raw = read_settings_file(managed_path, managed=True)
     managed = None
     if managed_raw is not None:
@@ -835,11 +848,13 @@ def resolve_settings(
 
     layers: list[_LayerData] = []
     if "user" in chosen:
-        path = user_settings_path()
+        path = _user_settings_file()
         raw = read_settings_file(path)
         if raw is not None:
             layers.append(_validate_layer(raw, "user", str(path), specs, _file_where(path)))
-    for layer, path in (("project", project_settings_path(ws)), ("local", local_settings_path(ws))):
+    smoke_dir = os.path.join(ws_text, ".smoke")
+    for layer, path in (("project", os.path.join(smoke_dir, "config.yaml")),
+                        ("local", os.path.join(smoke_dir, "config.local.yaml"))):
         if layer in chosen:
             raw = read_settings_file(path)
             if raw is not None:

@@ -237,6 +237,7 @@ def test_missing_workspace_is_one_message(tmp_path):
         assert proc.returncode == 2 and "does not exist" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_yes_does_not_answer_what_a_rule_sends_to_a_person(tmp_path):
     pytest.importorskip("smoke_tools_terminal")
     # the demo provider runs tests first: an ask rule for run_test keeps asking under --yes
@@ -248,3 +249,14 @@ def test_yes_does_not_answer_what_a_rule_sends_to_a_person(tmp_path):
     proc = smoke("run", "--provider", "demo", "--yes", "fix median", cwd=project, env=env)
     out = proc.stdout + proc.stderr
     assert "run_test needs approval" in out and "--yes does not answer calls that a rule sends" in out
+
+    # a managed deny holds against --yes and every other layer
+    write(Path(env["SMOKE_MANAGED_SETTINGS"]), "permissions:\n  deny: ['edit_file(stats/**)']\nauto_approve: false\n")
+    write(user_file(env), "permission: allow-all\npermissions:\n  allow: ['edit_file']\n")
+    proc = smoke("run", "--provider", "demo", "--yes", "--json", "fix median", cwd=project, env=env)
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    edits = [e["data"] for e in events if e["type"] == "tool.completed" and e["data"]["tool_name"] == "edit_file"]
+    assert edits and all(e["is_error"] for e in edits)
+    assert "denied by deny rule 'edit_file(stats/**)' (managed" in json.dumps(edits)
+    assert "ignored --yes from the command line: managed settings" in proc.stderr
+    assert "list(values)" in (project / "stats" / "core.py").read_text()
