@@ -90,11 +90,11 @@ class TerminalUI:
             self._spin(f"thinking… (step {d['step']}, phase {self._phase})")
         elif t == "text.delta":
             self._stop_spin()
-            c.print(d["text"], end="", markup=False)
+            c.print(_plain(d["text"]), end="", markup=False)
             self._inline = True
         elif t == "text.thought":
             self._stop_spin()
-            c.print(f"[dim italic]{_esc(d['text'])}[/dim italic]", end="")
+            c.print(f"[dim italic]{_show(d['text'])}[/dim italic]", end="")
             self._inline = True
         elif t == "text.end":
             self._end_inline()
@@ -111,24 +111,24 @@ class TerminalUI:
         elif t == "tool.output":
             text = d.get("text", "")
             for line in text.rstrip("\n").splitlines()[-5:]:
-                c.print(f"  [dim]│ {_esc(line[:200])}[/dim]")
+                c.print(f"  [dim]│ {_show(line[:200])}[/dim]")
         elif t == "tool.completed":
             p = d.get("presentation") or {}
             ms = d.get("duration_ms") or 0
             text = " ".join(b.get("text", "") for b in d.get("content", []) if b.get("type") == "text")
             first = next((ln for ln in text.splitlines() if ln.strip()), "")[:160]
             if d.get("is_error"):
-                c.print(f"  [red]✗ {_esc(first or 'error')}[/red] [dim]({ms:.0f} ms)[/dim]")
+                c.print(f"  [red]✗ {_show(first or 'error')}[/red] [dim]({ms:.0f} ms)[/dim]")
             else:
                 tone = {"success": "green", "warning": "yellow", "error": "red"}.get(p.get("tone") or "", "green")
-                c.print(f"  [{tone}]✓[/{tone}] [dim]{_esc(first)} ({ms:.0f} ms)[/dim]")
+                c.print(f"  [{tone}]✓[/{tone}] [dim]{_show(first)} ({ms:.0f} ms)[/dim]")
         elif t == "phase.changed":
             self._phase = d["phase"]
             c.print(f"[cyan]── phase: {d['phase']}[/cyan]")
         elif t == "todo.updated":
             marks = {"completed": "[green]✔[/green]", "in_progress": "[yellow]▶[/yellow]", "cancelled": "[dim]✗[/dim]"}
             for todo in d.get("todos", []):
-                c.print(f"  {marks.get(todo.get('status'), '○')} {_esc(todo.get('content', ''))}")
+                c.print(f"  {marks.get(todo.get('status'), '○')} {_show(todo.get('content', ''))}")
         elif t == "run.warning":
             self._stop_spin()
             err = d.get("error") or {}
@@ -144,7 +144,7 @@ class TerminalUI:
             if t == "run.completed":
                 c.print(f"\n[bold green]✔ completed[/bold green] · {tokens}")
                 if d.get("text"):
-                    c.print(_esc(d["text"]))
+                    c.print(_show(d["text"]))
             elif t == "run.failed":
                 err = d.get("error") or {}
                 c.print(f"\n[bold red]✗ failed[/bold red] [{err.get('code')}] {_esc(err.get('message', ''))} · {tokens}")
@@ -234,14 +234,14 @@ class TerminalUI:
         c = self.console
         call_id = d["tool_call_id"]
         if self.approve != "ask":
-            c.print(f"[yellow]? {_esc(d.get('question', ''))} — no terminal attached; answered with no answer[/yellow]")
+            c.print(f"[yellow]? {_show(d.get('question', ''))} — no terminal attached; answered with no answer[/yellow]")
             self.agent.respond(call_id, "(no answer: nobody is at the terminal; decide yourself and say what you chose)")
             return
         async with self._lock:
-            c.print(f"[bold cyan]? {_esc(d.get('question', ''))}[/bold cyan]")
+            c.print(f"[bold cyan]? {_show(d.get('question', ''))}[/bold cyan]")
             options = d.get("options") or []
             for i, opt in enumerate(options, 1):
-                c.print(f"  {i}. {_esc(str(opt))}")
+                c.print(f"  {i}. {_show(str(opt))}")
             text = await _in_daemon_thread(_read_line, "  answer: ")
             if text.strip().isdigit() and options and 1 <= int(text) <= len(options):
                 text = str(options[int(text) - 1])
@@ -291,6 +291,15 @@ def _read_line(prompt: str) -> str:
     sys.stdout.flush()
     line = sys.stdin.readline()
     return line.rstrip("\n") if line else ""
+
+
+def _plain(text: Any) -> str:
+    """Model or tool text for the terminal: control characters shown, never obeyed."""
+    return visible(str(text), space_run=0, keep_tabs=True)
+
+
+def _show(text: Any) -> str:
+    return _esc(_plain(text))
 
 
 def _esc(text: Any) -> str:

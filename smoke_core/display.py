@@ -30,10 +30,10 @@ _NAMES = {
 }
 
 
-def _mark(ch: str) -> str | None:
+def _mark(ch: str, keep_tabs: bool = False) -> str | None:
     """The visible form of ``ch``, or None when it shows as itself."""
     code = ord(ch)
-    if ch == "\n":
+    if ch == "\n" or (keep_tabs and ch == "\t"):
         return None
     if code == 0x1B:
         return ESC_MARK
@@ -59,19 +59,21 @@ def _mark(ch: str) -> str | None:
 _SPECIAL = re.compile(r"[^\x20-\x7e\n]")
 
 
-def visible(text: str, *, space_run: int = DEFAULT_SPACE_RUN) -> str:
+def visible(text: str, *, space_run: int = DEFAULT_SPACE_RUN, keep_tabs: bool = False) -> str:
     """``text`` with control and invisible characters made visible: ESC as
     ``␛`` (so ``\\x1bM`` shows as ``␛M``), other C0 controls as control
     pictures (``␍`` for ``\\r``, ``␈`` for ``\\b``, ``␉`` for tab), DEL as
     ``␡``, C1 controls, bidi overrides and isolates, zero-width and unusual
     space characters as ``⟨NAME⟩`` / ``⟨U+XXXX⟩``, and runs of
     ``space_run`` or more spaces as ``⟨N spaces⟩``. Newlines stay newlines.
-    Nothing is removed: every character of ``text`` has a visible form."""
+    Nothing is removed: every character of ``text`` has a visible form.
+    ``space_run=0`` leaves spaces alone; ``keep_tabs`` leaves tabs (for model
+    text and command output, which are shown but not approved)."""
     text = str(text)
     if _SPECIAL.search(text):
         out: list[str] = []
         for ch in text:
-            mark = _mark(ch)
+            mark = _mark(ch, keep_tabs)
             out.append(ch if mark is None else mark)
         text = "".join(out)
     if space_run and " " * space_run in text:

@@ -389,6 +389,7 @@ def pty_smoke(ws, env, *args):
     return Pty([sys.executable, "-m", "smoke_core.cli", "run", "--provider", "cli-scripted", *args, "go"], ws, env)
 
 
+@pytest.mark.slow
 def test_pty_escape_sequences_are_shown_as_what_they_are(tmp_path):
     pytest.importorskip("smoke_tools_terminal")
     ws = tmp_path / "ws"
@@ -404,6 +405,7 @@ def test_pty_escape_sequences_are_shown_as_what_they_are(tmp_path):
     assert not (ws / "X").exists()
 
 
+@pytest.mark.slow
 def test_pty_long_inputs_are_shown_whole_with_their_length(tmp_path):
     pytest.importorskip("smoke_tools_terminal")
     ws = tmp_path / "ws"
@@ -418,6 +420,7 @@ def test_pty_long_inputs_are_shown_whole_with_their_length(tmp_path):
     assert not (ws / "Y").exists()
 
 
+@pytest.mark.slow
 def test_pty_always_writes_a_rule_the_next_run_honours(tmp_path):
     pytest.importorskip("smoke_tools_terminal")
     ws = tmp_path / "ws"
@@ -442,6 +445,7 @@ def test_pty_always_writes_a_rule_the_next_run_honours(tmp_path):
     assert (ws / "out.txt").read_text().strip() == "remembered"
 
 
+@pytest.mark.slow
 def test_pty_offers_to_trust_a_folder_once(tmp_path):
     pytest.importorskip("smoke_tools_terminal")
     ws = tmp_path / "ws"
@@ -474,3 +478,27 @@ def test_pty_offers_to_trust_a_folder_once(tmp_path):
     assert "approval needed" not in out
     listed = smoke("trust", "--list", cwd=other, env=env).stdout
     assert str(other.resolve()) in listed and str(ws.resolve()) not in listed
+
+
+@pytest.mark.parametrize("raw,shown", [
+    ("touch X;\x1bM\x1bE  $ ls -la", "touch X;␛M␛E  $ ls -la"),
+    ("rm -rf ~\r$ ls", "rm -rf ~␍$ ls"),
+    ("abc\b\b\bls", "abc␈␈␈ls"),
+    ("echo \u202eevil\u202c", "echo ⟨RLO⟩evil⟨PDF⟩"),
+    ("a\u2066b\u2069", "a⟨LRI⟩b⟨PDI⟩"),
+    ("x\u200by\ufeffz", "x⟨ZWSP⟩y⟨BOM⟩z"),
+    ("csi\x9b31m", "csi⟨U+009B⟩31m"),
+    ("nbsp\u00a0here", "nbsp⟨NBSP⟩here"),
+    ("tab\there", "tab␉here"),
+    ("del\x7f", "del␡"),
+    ("fake ␛ mark", "fake ⟨U+241B⟩ mark"),
+    ("ls" + " " * 40 + "; touch Y", "ls⟨40 spaces⟩; touch Y"),
+    ("two\nlines", "two\nlines"),
+    ("plain ascii: ok", "plain ascii: ok"),
+    ("naïve ünïcödé 日本", "naïve ünïcödé 日本"),
+])
+def test_visible_marks_every_control_and_invisible_character(raw, shown):
+    from smoke_core.display import hidden_characters, visible
+
+    assert visible(raw) == shown
+    assert (hidden_characters(raw) > 0) is (raw.strip() != shown.strip() and " " * 16 not in raw)

@@ -134,26 +134,35 @@ def test_malicious_repository_decides_nothing_until_trusted(tmp_path):
 
 
 def test_smoke_trust_list_and_revoke(tmp_path):
-    env = clean_env(tmp_path, SMOKE_LOAD_PLUGINS="")
+    from click.testing import CliRunner
+
+    from smoke_core.cli import cli
+    from smoke_core.settings import user_settings_path
+
+    def run(*args):
+        return CliRunner().invoke(cli, list(args))
+
     ws = tmp_path / "ws"
     (ws / "sub").mkdir(parents=True)
-    proc = smoke("trust", "--list", cwd=ws, env=env)
-    assert proc.returncode == 0 and "no trusted folders" in proc.stdout
-    proc = smoke("trust", cwd=ws, env=env)
-    assert proc.returncode == 0 and f"trusted: {ws.resolve()}" in proc.stdout
-    assert yaml.safe_load(user_file(env).read_text())["trusted_folders"] == [str(ws.resolve())]
-    proc = smoke("trust", "sub", cwd=ws, env=env)
+    proc = run("trust", "--list")
+    assert proc.exit_code == 0 and "no trusted folders" in proc.stdout
+    proc = run("trust", str(ws))
+    assert proc.exit_code == 0 and f"trusted: {ws.resolve()}" in proc.stdout
+    assert yaml.safe_load(user_settings_path().read_text())["trusted_folders"] == [str(ws.resolve())]
+    proc = run("trust", str(ws / "sub"))
     assert "already trusted through" in proc.stdout
-    proc = smoke("trust", "--list", cwd=ws, env=env)
-    assert str(ws.resolve()) in proc.stdout and str(user_file(env)) in proc.stdout
-    proc = smoke("trust", "--revoke", "sub", cwd=ws, env=env)
-    assert proc.returncode == 1 and f"still trusted through {ws.resolve()}" in proc.stderr
-    proc = smoke("trust", "--revoke", cwd=ws, env=env)
-    assert proc.returncode == 0 and "no longer trusted" in proc.stdout
-    assert yaml.safe_load(user_file(env).read_text())["trusted_folders"] == []
-    assert_one_message(smoke("trust", str(tmp_path / "nope"), cwd=ws, env=env), "is not a folder")
+    proc = run("trust", "--list")
+    assert str(ws.resolve()) in proc.stdout and str(user_settings_path()) in proc.stdout
+    proc = run("trust", "--revoke", str(ws / "sub"))
+    assert proc.exit_code == 1 and f"still trusted through {ws.resolve()}" in proc.stderr
+    proc = run("trust", "--revoke", str(ws))
+    assert proc.exit_code == 0 and "no longer trusted" in proc.stdout
+    assert yaml.safe_load(user_settings_path().read_text())["trusted_folders"] == []
+    proc = run("trust", str(tmp_path / "nope"))
+    assert proc.exit_code == 2 and "is not a folder" in proc.stderr
 
 
+@pytest.mark.slow
 def test_smoke_permissions_lists_rules_with_their_files(tmp_path):
     env = clean_env(tmp_path, SMOKE_LOAD_PLUGINS="", COLUMNS="250")
     managed = write(tmp_path / "managed.yaml", "permissions:\n  deny: ['write_file(**/.env)']\n")
@@ -201,6 +210,7 @@ def write_settings_plugin(root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("files,args,needle", [
     ({}, ["run", ""], "TASK is empty"),
     ({}, ["run", "   "], "TASK is empty"),
@@ -230,6 +240,7 @@ def test_settings_mistakes_are_one_message_and_exit_2(tmp_path, files, args, nee
     assert_one_message(smoke(*args, cwd=ws, env=env), needle)
 
 
+@pytest.mark.slow
 def test_missing_workspace_is_one_message(tmp_path):
     env = clean_env(tmp_path, SMOKE_LOAD_PLUGINS="")
     for args in (["tools", "-w", "/nope"], ["permissions", "-w", "/nope"], ["run", "-w", "/nope", "x"]):
