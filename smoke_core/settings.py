@@ -751,12 +751,8 @@ def _validate_layer(
             try:
                 plugin[key] = spec.validate(value)
             except ValidationError as exc:
-                detail = "; ".join(
-                    f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg'].lower()}" for e in exc.errors(include_url=False)
-                )
-                type_name = getattr(spec.type, "__name__", None) or str(spec.type).replace("typing.", "")
-                problems.append(f"{where(key)}: {key}: expected {type_name} (declared by plugin {spec.plugin}), "
-                                f"got {_describe_value(value)} ({detail})")
+                problems.append(f"{where(key)}: {key}: expected {_type_name(spec.type)} (declared by plugin "
+                                f"{spec.plugin}), got {_describe_value(value)} ({_plugin_detail(exc)})")
         else:
             hint = _suggest(key, known)
             if not hint:
@@ -769,6 +765,25 @@ def _validate_layer(
     if problems:
         raise SettingsError("\n".join(problems))
     return _LayerData(layer, origin, core, plugin, where)
+
+
+_TYPE_TAG = re.compile(r"[\[\](=<>,]|^(str|int|float|bool|bytes|list|dict|set|tuple|none|path|any)$", re.I)
+
+
+def _plugin_detail(exc: ValidationError) -> str:
+    """pydantic's errors without its internal union-branch labels."""
+    parts: list[str] = []
+    for err in exc.errors(include_url=False):
+        loc = [str(p) for p in err["loc"] if isinstance(p, int) or not _TYPE_TAG.search(str(p))]
+        msg = err["msg"][:1].lower() + err["msg"][1:]
+        parts.append(f"{'.'.join(loc)}: {msg}" if loc else msg)
+    return "; ".join(dict.fromkeys(parts))
+
+
+def _type_name(type_: Any) -> str:
+    if isinstance(type_, type) and not getattr(type_, "__args__", None):
+        return type_.__name__
+    return re.sub(r"\b(typing|pathlib|builtins|collections\.abc)\.", "", str(type_))
 
 
 def _file_where(path: str | os.PathLike[str]) -> Callable[[str], str]:
