@@ -17,6 +17,8 @@ from typing import Any
 
 import click
 
+from .display import DEFAULT_SPACE_RUN, hidden_characters, length_note, visible
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
@@ -30,15 +32,20 @@ def _interactive() -> bool:
 class TerminalUI:
     """Renders events with rich and answers pauses at the terminal.
 
-    ``approve``: "ask" (prompt), "yes" (allow all), or "deny" (no terminal:
-    refuse with a message saying how to allow).
+    ``approve``: "ask" (prompt) or "deny" (no terminal: refuse with a message
+    saying how to allow). ``yes``: ``--yes`` was given, so the gate already
+    allows what it may (``auto_approve``); what still asks was sent to a
+    person by a rule or by managed settings.
     """
 
-    def __init__(self, agent: Any, *, approve: str, label: str | None = None, stderr: bool = False) -> None:
+    def __init__(self, agent: Any, *, approve: str, label: str | None = None, stderr: bool = False,
+                 yes: bool = False) -> None:
         from rich.console import Console
 
         self.agent = agent
         self.approve = approve
+        self.yes = yes
+        self._remember_scope: str | None = None
         self.console = Console(highlight=False, soft_wrap=True, stderr=stderr)
         self.presentations = agent.get_tool_presentations()
         self.label = label
@@ -83,11 +90,11 @@ class TerminalUI:
             self._spin(f"thinking… (step {d['step']}, phase {self._phase})")
         elif t == "text.delta":
             self._stop_spin()
-            c.print(d["text"], end="", markup=False)
+            c.print(_plain(d["text"]), end="", markup=False)
             self._inline = True
         elif t == "text.thought":
             self._stop_spin()
-            c.print(f"[dim italic]{_esc(d['text'])}[/dim italic]", end="")
+            c.print(f"[dim italic]{_show(d['text'])}[/dim italic]", end="")
             self._inline = True
         elif t == "text.end":
             self._end_inline()
@@ -100,28 +107,28 @@ class TerminalUI:
             self._tool_t0[d["tool_call_id"]] = time.perf_counter()
             p = d.get("presentation") or {}
             c.print(f"{p.get('icon') or '•'} [bold]{_esc(p.get('label') or d['tool_name'])}[/bold] "
-                    f"[dim]{_esc(_summary(d['tool_name'], d.get('input') or {}))}[/dim]")
+                    f"[dim]{_esc(visible(_summary(d['tool_name'], d.get('input') or {})))}[/dim]")
         elif t == "tool.output":
             text = d.get("text", "")
             for line in text.rstrip("\n").splitlines()[-5:]:
-                c.print(f"  [dim]│ {_esc(line[:200])}[/dim]")
+                c.print(f"  [dim]│ {_show(line[:200])}[/dim]")
         elif t == "tool.completed":
             p = d.get("presentation") or {}
             ms = d.get("duration_ms") or 0
             text = " ".join(b.get("text", "") for b in d.get("content", []) if b.get("type") == "text")
             first = next((ln for ln in text.splitlines() if ln.strip()), "")[:160]
             if d.get("is_error"):
-                c.print(f"  [red]✗ {_esc(first or 'error')}[/red] [dim]({ms:.0f} ms)[/dim]")
+                c.print(f"  [red]✗ {_show(first or 'error')}[/red] [dim]({ms:.0f} ms)[/dim]")
             else:
                 tone = {"success": "green", "warning": "yellow", "error": "red"}.get(p.get("tone") or "", "green")
-                c.print(f"  [{tone}]✓[/{tone}] [dim]{_esc(first)} ({ms:.0f} ms)[/dim]")
+                c.print(f"  [{tone}]✓[/{tone}] [dim]{_show(first)} ({ms:.0f} ms)[/dim]")
         elif t == "phase.changed":
             self._phase = d["phase"]
             c.print(f"[cyan]── phase: {d['phase']}[/cyan]")
         elif t == "todo.updated":
             marks = {"completed": "[green]✔[/green]", "in_progress": "[yellow]▶[/yellow]", "cancelled": "[dim]✗[/dim]"}
             for todo in d.get("todos", []):
-                c.print(f"  {marks.get(todo.get('status'), '○')} {_esc(todo.get('content', ''))}")
+                c.print(f"  {marks.get(todo.get('status'), '○')} {_show(todo.get('content', ''))}")
         elif t == "run.warning":
             self._stop_spin()
             err = d.get("error") or {}
@@ -137,7 +144,7 @@ class TerminalUI:
             if t == "run.completed":
                 c.print(f"\n[bold green]✔ completed[/bold green] · {tokens}")
                 if d.get("text"):
-                    c.print(_esc(d["text"]))
+                    c.print(_show(d["text"]))
             elif t == "run.failed":
                 err = d.get("error") or {}
                 c.print(f"\n[bold red]✗ failed[/bold red] [{err.get('code')}] {_esc(err.get('message', ''))} · {tokens}")
@@ -161,40 +168,80 @@ class TerminalUI:
 
     async def _ask_permission(self, d: dict[str, Any]) -> None:
         call_id = d["tool_call_id"]
-        what = _describe_request(d)
         c = self.console
-        if self.approve == "yes":
-            self.agent.resolve_permission(call_id, "allow")
-            return
         if self.approve == "deny":
-            c.print(f"[yellow]⚠ {d.get('tool_name')} needs approval and no terminal is attached: denied. "
-                    f"Run with --yes to allow such calls.[/yellow]")
+            why = f" ({_esc(d['reason'])})" if d.get("reason") else ""
+            if self.yes:
+                how = "--yes does not answer calls that a rule sends to a person; run at a terminal to answer."
+            else:
+                how = "Run with --yes to allow such calls."
+            c.print(f"[yellow]⚠ {_esc(d.get('tool_name'))} needs approval{why} and no terminal is attached: "
+                    f"denied. {how}[/yellow]")
             self.agent.resolve_permission(call_id, "deny")
             return
         async with self._lock:
-            c.print(f"[bold yellow]? approval needed[/bold yellow] ({d.get('kind')}: {_esc(d.get('tool_name', ''))})")
+            c.print(f"[bold yellow]? approval needed[/bold yellow] ({_esc(d.get('kind'))}: "
+                    f"{_esc(visible(d.get('tool_name', '')))})")
             if d.get("reason"):
-                c.print(f"  [dim]{_esc(d['reason'])}[/dim]")
+                c.print(f"  [dim]{_esc(visible(d['reason']))}[/dim]")
+            for line in _approval_warnings(d):
+                c.print(f"  [bold red]⚠ {_esc(line)}[/bold red]")
+            what = _describe_request(d)
             if what:
                 c.print(what)
-            answer = await _in_daemon_thread(
-                _prompt, "  allow once [y] / allow for this run [a] / deny [n] ", {"y": "allow", "a": "allow_run", "n": "deny"}
-            )
+            is_tool = d.get("kind") == "tool"
+            question = ("  allow once [y] / allow for this run [a] / always [A] / deny [n] " if is_tool
+                        else "  allow once [y] / allow for this run [a] / deny [n] ")
+            choices = {"y": "allow", "Y": "allow", "a": "allow_run", "n": "deny", "N": "deny"}
+            if is_tool:
+                choices["A"] = "allow_always"
+            answer = await _in_daemon_thread(_prompt, question, choices)
+            remember = None
+            if answer == "allow_always":
+                remember = await self._remember_where()
+        if answer == "allow_always":
+            try:
+                rule = self.agent.resolve_permission(call_id, answer, remember=remember)
+            except (ValueError, OSError) as exc:
+                c.print(f"  [red]could not remember the rule ({_esc(exc)}); allowed once[/red]")
+                self.agent.resolve_permission(call_id, "allow")
+                return
+            c.print(f"  [dim]→ allow always: rule {_esc(visible(rule.text))} written to {_esc(rule.origin)} "
+                    f"(`smoke permissions` lists rules)[/dim]")
+            return
         self.agent.resolve_permission(call_id, answer)
         c.print(f"  [dim]→ {answer}[/dim]")
+
+    async def _remember_where(self) -> str:
+        """Where "always" rules go: asked once per run. An untrusted folder's
+        own settings files are not read, so its rules go to the user settings."""
+        if self._remember_scope is not None:
+            return self._remember_scope
+        c = self.console
+        if not self.agent.options.workspace_trusted:
+            c.print("  [dim]this folder is not trusted (`smoke trust`), so its .smoke/config.local.yaml is not read: "
+                    "the rule goes to your user settings, with the folder's full path[/dim]")
+            self._remember_scope = "user"
+        else:
+            answer = await _in_daemon_thread(
+                _prompt, "  remember for this folder (.smoke/config.local.yaml) [l] or in your user settings [u]? ",
+                {"l": "local", "L": "local", "u": "user", "U": "user"}, "local",
+            )
+            self._remember_scope = answer
+        return self._remember_scope
 
     async def _ask_question(self, d: dict[str, Any]) -> None:
         c = self.console
         call_id = d["tool_call_id"]
         if self.approve != "ask":
-            c.print(f"[yellow]? {_esc(d.get('question', ''))} — no terminal attached; answered with no answer[/yellow]")
+            c.print(f"[yellow]? {_show(d.get('question', ''))} — no terminal attached; answered with no answer[/yellow]")
             self.agent.respond(call_id, "(no answer: nobody is at the terminal; decide yourself and say what you chose)")
             return
         async with self._lock:
-            c.print(f"[bold cyan]? {_esc(d.get('question', ''))}[/bold cyan]")
+            c.print(f"[bold cyan]? {_show(d.get('question', ''))}[/bold cyan]")
             options = d.get("options") or []
             for i, opt in enumerate(options, 1):
-                c.print(f"  {i}. {_esc(str(opt))}")
+                c.print(f"  {i}. {_show(str(opt))}")
             text = await _in_daemon_thread(_read_line, "  answer: ")
             if text.strip().isdigit() and options and 1 <= int(text) <= len(options):
                 text = str(options[int(text) - 1])
@@ -229,13 +276,14 @@ async def _in_daemon_thread(fn: Any, *args: Any) -> Any:
     return await future
 
 
-def _prompt(question: str, choices: dict[str, str]) -> str:
+def _prompt(question: str, choices: dict[str, str], default: str = "deny") -> str:
+    """Ask until one of ``choices`` (case-sensitive first letters) is typed; empty = ``default``."""
     while True:
-        answer = _read_line(question).strip().lower()[:1]
+        answer = _read_line(question).strip()[:1]
         if answer in choices:
             return choices[answer]
         if answer == "":
-            return "deny"
+            return default
 
 
 def _read_line(prompt: str) -> str:
@@ -245,7 +293,16 @@ def _read_line(prompt: str) -> str:
     return line.rstrip("\n") if line else ""
 
 
-def _esc(text: str) -> str:
+def _plain(text: Any) -> str:
+    """Model or tool text for the terminal: control characters shown, never obeyed."""
+    return visible(str(text), space_run=0, keep_tabs=True)
+
+
+def _show(text: Any) -> str:
+    return _esc(_plain(text))
+
+
+def _esc(text: Any) -> str:
     from rich.markup import escape
 
     return escape(str(text))
@@ -261,14 +318,36 @@ def _summary(tool_name: str, input: dict[str, Any]) -> str:
     return text[:100] + ("…" if len(text) > 100 else "")
 
 
+def _approval_warnings(d: dict[str, Any]) -> list[str]:
+    """Warnings shown above an approval: hidden characters, long inputs."""
+    out: list[str] = []
+    inp = d.get("input") or {}
+    texts = [str(v) for v in inp.values() if isinstance(v, str)] if isinstance(inp, dict) else [str(inp)]
+    hidden = sum(hidden_characters(t) for t in texts) + hidden_characters(str(d.get("tool_name", "")))
+    if hidden:
+        out.append(f"the input holds {hidden} control or invisible character(s), shown marked (␛ = ESC, ␍ = CR, "
+                   f"⟨…⟩ = invisible): what runs is exactly what is shown")
+    spaces = [t for t in texts if " " * DEFAULT_SPACE_RUN in t]
+    if spaces:
+        out.append("the input holds long runs of spaces, shown as ⟨N spaces⟩")
+    for t in texts:
+        note = length_note(t)
+        if note:
+            out.append(note)
+            break
+    return out
+
+
 def _describe_request(d: dict[str, Any]) -> str:
-    """What a person needs to see to decide: the command, or the diff."""
+    """What a person needs to see to decide: the command, or the diff —
+    whole, with control characters made visible (nothing is cut)."""
     import difflib
 
     inp = d.get("input") or {}
     name = d.get("tool_name", "")
     if "command" in inp:
-        return f"  [bold]$ {_esc(inp['command'])}[/bold]"
+        command = str(inp["command"])
+        return f"  [bold]$ {_esc(visible(command))}[/bold]\n  [dim]({len(command):,} characters)[/dim]"
     if name == "edit_file" and "old_string" in inp:
         diff = difflib.unified_diff(
             str(inp.get("old_string", "")).splitlines(), str(inp.get("new_string", "")).splitlines(),
@@ -276,19 +355,23 @@ def _describe_request(d: dict[str, Any]) -> str:
         )
         return "\n".join(_color_diff_line(line) for line in diff)
     if name == "apply_patch" and "patch" in inp:
-        return "\n".join(_color_diff_line(line) for line in str(inp["patch"]).splitlines()[:80])
+        return "\n".join(_color_diff_line(line) for line in str(inp["patch"]).splitlines())
     if name == "write_file":
         content = str(inp.get("content", ""))
         lines = content.splitlines()
-        head = "\n".join(f"[green]+{_esc(line)}[/green]" for line in lines[:30])
-        more = f"\n[dim]… {len(lines) - 30} more lines[/dim]" if len(lines) > 30 else ""
-        return f"  write {_esc(str(inp.get('path')))} ({len(content)} characters)\n{head}{more}"
+        body = "\n".join(f"[green]+{_esc(visible(line, space_run=_CONTENT_SPACE_RUN))}[/green]" for line in lines)
+        return f"  write {_esc(visible(str(inp.get('path'))))} ({len(content):,} characters)\n{body}"
     if inp:
-        return "  " + _esc(json.dumps(inp, ensure_ascii=False)[:500])
+        return "  " + _esc(visible(json.dumps(inp, ensure_ascii=False)))
     return ""
 
 
+#: in file contents indentation is normal: only very long space runs are marked
+_CONTENT_SPACE_RUN = 80
+
+
 def _color_diff_line(line: str) -> str:
+    line = visible(line, space_run=_CONTENT_SPACE_RUN)
     if line.startswith("+") and not line.startswith("+++"):
         return f"[green]{_esc(line)}[/green]"
     if line.startswith("-") and not line.startswith("---"):
@@ -299,7 +382,8 @@ def _color_diff_line(line: str) -> str:
 # ---------------------------------------------------------------- running
 
 
-def _run_agent(agent: Any, task: str, *, as_json: bool, approve: str, label: str | None = None) -> int:
+def _run_agent(agent: Any, task: str, *, as_json: bool, approve: str, label: str | None = None,
+               yes: bool = False) -> int:
     """Run ``task`` with rendering or JSON lines; returns the exit status."""
 
     async def main() -> Any:
@@ -317,11 +401,11 @@ def _run_agent(agent: Any, task: str, *, as_json: bool, approve: str, label: str
 
             agent.on_any(write)
             if approve != "ask":
-                ui = TerminalUI(agent, approve=approve, stderr=True)
+                ui = TerminalUI(agent, approve=approve, stderr=True, yes=yes)
                 agent.on("permission.required", lambda e: ui._spawn(ui._ask_permission(e.data)))
                 agent.on("ask_user.required", lambda e: ui._spawn(ui._ask_question(e.data)))
         else:
-            ui = TerminalUI(agent, approve=approve, label=label)
+            ui = TerminalUI(agent, approve=approve, label=label, yes=yes)
             agent.on_any(ui.handle)
         try:
             return await agent.run(task)
@@ -336,12 +420,19 @@ def _run_agent(agent: Any, task: str, *, as_json: bool, approve: str, label: str
     return {"completed": EXIT_OK, "failed": EXIT_FAILED, "interrupted": EXIT_INTERRUPTED}[result.status]
 
 
-def _approve_mode(yes: bool, as_json: bool) -> str:
-    if yes:
-        return "yes"
+def _approve_mode(as_json: bool) -> str:
+    """``--yes`` is not an answering mode: it is ``auto_approve=True`` for the
+    gate, which then allows what it may; what still asks (an *ask* rule,
+    managed settings) is put to the person, or denied without a terminal."""
     if as_json:  # stdout is a JSON stream for scripts: never prompt on it
         return "deny"
     return "ask" if _interactive() else "deny"
+
+
+def _fail(message: str) -> None:
+    """One message and exit status 2: a person's mistake never ends in a traceback."""
+    click.echo(f"smoke: {message}", err=True)
+    sys.exit(EXIT_USAGE)
 
 
 def _open_store(workspace: Path) -> Any:
@@ -353,32 +444,52 @@ def _open_store(workspace: Path) -> Any:
 def run_impl(task: str, workspace: str, provider: str | None, model: str | None, base_url: str | None,
                 session: str | None, yes: bool, as_json: bool, max_steps: int | None) -> None:
     """Run TASK with a model in the workspace."""
-    from .agent import create_agent, new_session_id
-    from .config import ConfigError, NoProviderError, resolve_agent_settings
+    from .agent import _warn_once, create_agent, new_session_id
+    from .config import ConfigError, NoProviderError, detect_provider
+    from .plugins import collect_providers, create_plugin_manager
+    from .settings import choose_provider, collect_setting_specs, resolve_settings
 
+    if not task.strip():
+        _fail('TASK is empty: say what the agent should do, e.g. smoke run "fix the failing test"')
     ws = Path(workspace).resolve()
+    flags: dict[str, Any] = {"provider": provider, "model": model, "base_url": base_url, "max_steps": max_steps,
+                             "auto_approve": True if yes else None}
+    flags = {k: v for k, v in flags.items() if v is not None}
     try:
-        settings = resolve_agent_settings(ws, provider=provider, model=model, base_url=base_url)
+        pm = create_plugin_manager()
+        specs = collect_setting_specs(pm)
+        resolved = resolve_settings(ws, code=flags, code_origin="flag", trust=None, specs=specs)
+        if resolved.ignored and not as_json and _interactive():
+            resolved = _offer_trust(ws, resolved, flags, specs)
+        registry = collect_providers(pm)
+        chosen, chosen_model, chosen_url = choose_provider(resolved, registry.names())
+        for warning in resolved.warnings:
+            _warn_once(warning)  # create_agent below says each only once too
+        note = None
+        if chosen is None:
+            found = detect_provider(registry.specs())
+            if found is None:
+                raise NoProviderError(sorted({s.env_var for s in registry.specs() if s.env_var}))
+            chosen, env_var = found
+            note = f"using provider {chosen} (found {env_var})"
     except NoProviderError as exc:
-        click.echo(f"smoke: {exc}\n  To try Smoke without a key, run: smoke demo", err=True)
-        sys.exit(EXIT_USAGE)
+        _fail(f"{exc}\n  To try Smoke without a key, run: smoke demo")
     except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
-    options = dict(settings.options)
-    options["auto_approve"] = yes or bool(options.get("auto_approve", False))
-    options["max_steps"] = max_steps or int(options.get("max_steps", 50))
+        _fail(str(exc))
     store = _open_store(ws)
     try:
         agent = create_agent(
-            ws, provider=settings.provider, model=settings.model, base_url=settings.base_url, store=store,
-            session_id=session or new_session_id(), **options,
+            ws, provider=chosen, model=chosen_model, base_url=chosen_url, store=store,
+            session_id=session or new_session_id(), max_steps=max_steps, auto_approve=True if yes else None,
+            trust_workspace=resolved.trusted,
         )
     except (ValueError, TypeError, FileNotFoundError, NotADirectoryError) as exc:
-        raise click.UsageError(str(exc)) from None
-    if settings.note and not as_json:
-        click.echo(f"smoke: {settings.note}", err=True)
+        store.close()
+        _fail(str(exc))
+    if note and not as_json:
+        click.echo(f"smoke: {note}", err=True)
     try:
-        code = _run_agent(agent, task, as_json=as_json, approve=_approve_mode(yes, as_json))
+        code = _run_agent(agent, task, as_json=as_json, approve=_approve_mode(as_json), yes=yes)
     finally:
         store.close()
     if not as_json:
@@ -386,23 +497,51 @@ def run_impl(task: str, workspace: str, provider: str | None, model: str | None,
     sys.exit(code)
 
 
+def _offer_trust(ws: Path, resolved: Any, flags: dict[str, Any], specs: Any) -> Any:
+    """At a terminal, offer once per folder to trust it when its own settings were ignored."""
+    from rich.console import Console
+
+    from .settings import mark_trust_offered, resolve_settings, trust_folder, trust_offered
+
+    if trust_offered(ws):
+        return resolved
+    mark_trust_offered(ws)
+    c = Console(highlight=False, soft_wrap=True)
+    c.print(f"[bold yellow]⚠ this folder is not trusted:[/bold yellow] {_esc(visible(str(ws)))}")
+    for path, keys in resolved.ignored.items():
+        c.print(f"  {_esc(visible(path))} sets {_esc(visible(', '.join(keys)))} — ignored while it is not trusted")
+    c.print("  [dim]Trust it only if you know where it comes from: a trusted folder's settings may choose the "
+            "model endpoint (your API key goes there), loosen approvals and start MCP servers.[/dim]")
+    answer = _prompt("  trust this folder? [y/N] ", {"y": "yes", "Y": "yes", "n": "no", "N": "no"}, "no")
+    if answer != "yes":
+        c.print(f"  [dim]not trusted; you will not be asked again here (`smoke trust {_esc(str(ws))}` "
+                f"trusts it later)[/dim]")
+        return resolved
+    path = trust_folder(ws)
+    c.print(f"  [green]trusted[/green] (saved in {_esc(str(path))}; `smoke trust --revoke` undoes it)")
+    return resolve_settings(ws, code=flags, code_origin="flag", trust=True, specs=specs)
+
+
 def demo_impl(yes: bool, as_json: bool, workspace: str | None) -> None:
     """Watch a simulated model fix a real bug with the real harness (offline, no key)."""
     import subprocess
 
+    from .config import ConfigError
     from .demo import DEMO_TASK, SIMULATION_LABEL, create_demo_agent
 
-    approve = "yes" if yes else ("ask" if _interactive() else "yes")
-    if approve == "yes" and not yes and not as_json:
+    # approvals go through the gate (auto_approve), so an ask rule still asks
+    auto = yes or not _interactive()
+    if auto and not yes and not as_json:
         click.echo("smoke demo: no terminal attached, so approvals are granted automatically (use --yes to say so).", err=True)
     try:
-        agent, project = create_demo_agent(workspace, auto_approve=(approve == "yes"))
-    except RuntimeError as exc:
+        agent, project = create_demo_agent(workspace, auto_approve=auto)
+    except (RuntimeError, ConfigError) as exc:
         click.echo(f"smoke demo: {exc}", err=True)
         sys.exit(EXIT_USAGE)
     if not as_json:
         click.echo(f"sample project copied to {project}")
-    code = _run_agent(agent, DEMO_TASK, as_json=as_json, approve=approve, label=SIMULATION_LABEL)
+    code = _run_agent(agent, DEMO_TASK, as_json=as_json, approve=_approve_mode(as_json), label=SIMULATION_LABEL,
+                      yes=auto)
     if not as_json:
         proc = subprocess.run(
             [sys.executable, "-m", "unittest", "discover", "-s", "tests"], cwd=project,

@@ -69,10 +69,37 @@ def plugins_command(as_json: bool) -> None:
 
 
 @click.command("tools")
-@click.option("--workspace", "-w", default=".", type=click.Path(file_okay=False), help="Workspace folder.")
+@click.option("--workspace", "-w", default=".", type=click.Path(exists=True, file_okay=False), help="Workspace folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def tools_command(workspace: str, as_json: bool) -> None:
     """List the tools every installed plugin registers, by group."""
     from ._cli_core import tools_impl
 
     tools_impl(workspace, as_json)
+
+
+@click.command("trust")
+@click.argument("path", required=False, default=".", type=click.Path(file_okay=False))
+@click.option("--revoke", is_flag=True, help="Stop trusting PATH.")
+@click.option("--list", "list_", is_flag=True, help="List the trusted folders.")
+def trust_command(path: str, revoke: bool, list_: bool) -> None:
+    """Trust PATH (default: the current folder): honour its own settings.
+
+    Until a folder is trusted, its .smoke/config.yaml and .smoke/config.local.yaml
+    may only tighten policy (model, a lower max_steps, deny / ask rules,
+    instructions); endpoints, allow rules, auto-approval, sandbox settings and
+    MCP servers from it are ignored. Trust is stored in your user settings.
+    """
+    from ._cli_core import trust_impl
+
+    trust_impl(path, revoke=revoke, list_=list_)
+
+
+@click.command("permissions")
+@click.option("--workspace", "-w", default=".", type=click.Path(exists=True, file_okay=False), help="Workspace folder.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def permissions_command(workspace: str, as_json: bool) -> None:
+    """Show the effective permission mode, auto-approval and rules, each with where it came from."""
+    from ._cli_core import permissions_impl
+
+    permissions_impl(workspace, as_json)

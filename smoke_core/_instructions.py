@@ -62,8 +62,11 @@ def _inside(root: Path, path: Path) -> bool:
     return True
 
 
-def load_instructions(workspace: str | os.PathLike[str], *, user_dir: Path | None, trusted: bool) -> Instructions:
-    """The instruction text for the system prompt, with where it came from."""
+def load_instructions(
+    workspace: str | os.PathLike[str], *, user_dir: Path | None, trusted: bool, workspace_files: bool = True
+) -> Instructions:
+    """The instruction text for the system prompt, with where it came from
+    (``user_dir=None`` / ``workspace_files=False`` leave those out)."""
     root = Path(workspace).resolve()
     out = Instructions()
     seen: set[str] = set()
@@ -78,7 +81,7 @@ def load_instructions(workspace: str | os.PathLike[str], *, user_dir: Path | Non
                     parts.append(f"## From your {path.name} ({path})\n\n{text}")
                     out.sources.append(str(path))
     repo_parts: list[str] = []
-    for name in WORKSPACE_FILES:
+    for name in WORKSPACE_FILES if workspace_files else ():
         path = root / name
         if not path.is_file():
             continue

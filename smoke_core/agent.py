@@ -19,7 +19,7 @@ from .errors import AgentError
 from .events import Event
 from .messages import Message
 from .options import AgentOptions, Guards
-from .permissions import ANSWERS, PermissionGate
+from .permissions import ANSWERS, PermissionGate, PermissionRule
 from .plugins import SmokePluginManager, collect_providers, create_plugin_manager
 from .prompts import DEFAULT_SYSTEM_PROMPT
 from .providers import ApiKey, Provider, ProviderRegistry, RetryPolicy
@@ -54,6 +54,8 @@ class Agent:
         compactor: Compactor,
         model_settings: dict[str, Any],
         max_tool_output_chars: int,
+        gate: PermissionGate | None = None,
+        settings: Any = None,
     ) -> None:
         self.options = options
         self.workspace = options.workspace
@@ -71,7 +73,13 @@ class Agent:
         self.model_settings = model_settings
         self.max_tool_output_chars = max_tool_output_chars
         self.session_id = options.session_id
-        self._gate = PermissionGate(options.permission, auto_approve=options.auto_approve)
+        self._gate = gate if gate is not None else PermissionGate(
+            options.permission, auto_approve=options.auto_approve, workspace=options.workspace.root,
+            tools=registry.get,
+        )
+        #: the effective settings, where each came from, the rules and warnings
+        #: (a :class:`~smoke_core.settings.ResolvedSettings`; None when built by hand)
+        self.settings = settings
         self._bus = EventBus()
         self._pauses = PauseBroker()
         self._current: RunHandle | None = None
@@ -221,13 +229,51 @@ class Agent:
         if handle is not None:
             handle.abort()
 
-    def resolve_permission(self, tool_call_id: str, decision: str) -> None:
+    def resolve_permission(self, tool_call_id: str, decision: str, *, remember: str | None = None) -> PermissionRule | None:
         """Answer a ``permission.required``: ``"allow"``, ``"allow_run"`` (this tool or
-        MCP server for the rest of the run) or ``"deny"``. An answer given before
-        the pause is registered is kept and used when it comes."""
+        MCP server for the rest of the run), ``"allow_always"`` or ``"deny"``.
+
+        ``"allow_always"`` allows the call and writes an allow rule for exactly
+        this tool and argument (:func:`~smoke_core.permissions.rule_for`) to
+        ``.smoke/config.local.yaml`` (``remember="local"``, the default) or the
+        user settings (``remember="user"``; paths are then absolute), and adds
+        it to this agent's gate, so this and later runs do not ask again. An
+        answer given before the pause is registered is kept and used when it
+        comes (``allow_always`` needs the pause: answer it after
+        ``permission.required``). Returns the rule written for
+        ``allow_always``, else None."""
         if decision not in ANSWERS:
             raise ValueError(f"decision must be one of {', '.join(ANSWERS)}, got {decision!r}")
+        if remember is not None and (decision != "allow_always" or remember not in ("local", "user")):
+            raise ValueError(
+                f"remember= goes with decision='allow_always' and is 'local' or 'user', got remember={remember!r} "
+                f"with decision={decision!r}"
+            )
+        gate = self._gate
+        if decision == "allow_always":
+            from .permissions import remember_rule
+
+            request = gate.pending.get(tool_call_id)
+            if request is None:
+                raise ValueError(
+                    f"no pending permission request {tool_call_id!r}: allow_always needs the request "
+                    f"(answer after permission.required)"
+                )
+            if request.kind != "tool":
+                raise ValueError(
+                    f"allow_always applies to tool calls; {request.kind} {request.tool_name!r} can be allowed "
+                    f"with 'allow' or 'allow_run'"
+                )
+            scope = remember or "local"
+            rule = gate.rule_for(request, absolute=scope == "user")
+            path = remember_rule(self.workspace.root, rule, scope=scope)  # type: ignore[arg-type]
+            added = gate.add_rule(rule, "allow", origin=str(path))
+            gate.take_pending(tool_call_id)
+            self._pauses.answer(tool_call_id, "allow")  # the run knows allow / allow_run / deny
+            return added
+        gate.take_pending(tool_call_id)
         self._pauses.answer(tool_call_id, decision)
+        return None
 
     def respond(self, tool_call_id: str, text: str) -> None:
         """Answer an ``ask_user.required`` with ``text``."""
@@ -261,6 +307,23 @@ class Agent:
 
 # ---------------------------------------------------------------- factory
 
+#: ``create_agent``'s own keyword arguments (plugin keys come on top, from ``register_settings``).
+_CREATE_AGENT_ARGS = (
+    "provider", "model", "api_key", "base_url", "tools", "hooks", "plugins", "permission", "auto_approve",
+    "permissions", "system_prompt", "instructions", "session_id", "store", "user_id", "max_steps", "retry",
+    "guards", "context_window", "model_settings", "max_tool_output_chars", "autoload_plugins",
+    "provider_options", "sandbox", "trust_workspace", "setting_sources", "plugin_options",
+)
+_settings_log_seen: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    # an application creating many agents in one folder hears each warning once
+    if message not in _settings_log_seen:
+        _settings_log_seen.add(message)
+        log.warning("smoke: %s", message)
+
+
 def create_agent(
     workspace_path: str | os.PathLike[str] = ".",
     *,
@@ -271,13 +334,15 @@ def create_agent(
     tools: Iterable[str | ToolDefinition] | None = None,
     hooks: dict[str, Callable[..., Any]] | None = None,
     plugins: Iterable[object] | None = None,
-    permission: str | Callable[..., Any] = "ask-default",
-    auto_approve: bool = False,
+    permission: str | Callable[..., Any] | None = None,
+    auto_approve: bool | list[str] | None = None,
+    permissions: dict[str, list[str]] | None = None,
     system_prompt: str | None = None,
+    instructions: str | bool | None = None,
     session_id: str | None = None,
     store: Store | None = None,
     user_id: str | None = None,
-    max_steps: int = 50,
+    max_steps: int | None = None,
     retry: RetryPolicy | None = None,
     guards: Guards | None = None,
     context_window: int = 128_000,
@@ -286,8 +351,10 @@ def create_agent(
     autoload_plugins: bool = True,
     provider_options: dict[str, Any] | None = None,
     sandbox: SandboxSettings | dict[str, Any] | None = None,
-    trust_workspace: bool = True,
-    **plugin_options: Any,
+    trust_workspace: bool | None = True,
+    setting_sources: Iterable[str] | None = None,
+    plugin_options: dict[str, dict[str, Any]] | None = None,
+    **plugin_settings: Any,
 ) -> Agent:
     """Create an :class:`Agent`.
 
@@ -296,33 +363,107 @@ def create_agent(
     names both. ``tools`` restricts the exposed groups when it holds group
     names (``["search", "git"]``) and adds tools when it holds
     ``ToolDefinition``s. ``hooks`` maps hook names to callables; ``plugins``
-    are plugin objects for this agent only. Other keyword arguments
-    (``mcp_servers=``, ``skills_dir=``...) are kept in ``options.extra`` for
-    plugins to read; ``provider_options`` go to the provider factory
-    (``{"idle_timeout": 30}``).
+    are plugin objects for this agent only. ``provider_options`` go to the
+    provider factory (``{"idle_timeout": 30}``).
+
+    Settings (docs/security.md): the keyword arguments ``provider``,
+    ``model``, ``base_url``, ``permission``, ``auto_approve``,
+    ``permissions``, ``max_steps``, ``sandbox``, ``instructions``,
+    ``plugin_options`` and the keys plugins declare (``mcp_servers=``,
+    ``skills_dir=``...) are the *code* layer, above the user, project, local
+    and environment layers (``setting_sources`` limits which are read;
+    ``setting_sources=()`` reads none) and below managed settings, which are
+    always read and final. ``trust_workspace=False`` applies the untrusted
+    rules to the workspace's own files; ``None`` looks the folder up in the
+    trust store (``smoke trust``). ``auto_approve`` is True, False or a list
+    of allow rules (``["run_command(pytest *)"]``). Unknown keyword
+    arguments are a ``TypeError``; a value of the wrong type is a
+    :class:`~smoke_core.settings.SettingsError` naming the argument.
     """
-    workspace = Workspace(workspace_path)
-    if not isinstance(max_steps, int) or max_steps < 1:
-        raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
-    if system_prompt is None:
-        system_prompt = DEFAULT_SYSTEM_PROMPT
-    options = AgentOptions(
-        workspace=workspace,
-        provider_name=provider if isinstance(provider, str) else getattr(provider, "name", None),
-        model=model,
-        permission=permission,
-        auto_approve=auto_approve,
-        user_id=user_id,
-        session_id=session_id,
-        max_steps=max_steps,
-        workspace_trusted=bool(trust_workspace),
-        sandbox=SandboxSettings.model_validate(sandbox or {}) if not isinstance(sandbox, SandboxSettings) else sandbox,
-        extra=dict(plugin_options),
+    from .settings import (
+        SettingsError,
+        UnknownSettingError,
+        choose_provider,
+        collect_setting_specs,
+        resolve_settings,
     )
+
+    workspace = Workspace(workspace_path)
+    if trust_workspace is not None and not isinstance(trust_workspace, bool):
+        raise SettingsError(f"create_agent(trust_workspace=...): expected True, False or None, got {trust_workspace!r}")
     pm = create_plugin_manager(list(plugins or []), hooks, autoload=autoload_plugins)
+    specs = collect_setting_specs(pm)
+    for key in plugin_settings:
+        if key not in specs:
+            import difflib
+
+            candidates = [*_CREATE_AGENT_ARGS, *specs]
+            close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else (
+                "; if a plugin declares it, that plugin is not installed or not loaded (SMOKE_LOAD_PLUGINS)"
+            )
+            raise UnknownSettingError(f"create_agent() got an unexpected keyword argument {key!r}{hint}")
+
+    project_instructions = instructions is not False
+    code: dict[str, Any] = {
+        "provider": provider if isinstance(provider, str) else None,
+        "model": model, "base_url": base_url, "permission": permission, "auto_approve": auto_approve,
+        "permissions": permissions, "max_steps": max_steps,
+        "instructions": instructions if not isinstance(instructions, bool) else None,
+        "plugin_options": plugin_options,
+        "sandbox": sandbox.model_dump(exclude_unset=True) if isinstance(sandbox, SandboxSettings) else sandbox,
+        **plugin_settings,
+    }
+    code = {k: v for k, v in code.items() if v is not None}
+    resolved = resolve_settings(workspace.root, code=code, code_origin="create_agent", sources=setting_sources,
+                                trust=trust_workspace, specs=specs)
 
     providers = collect_providers(pm)
-    provider_obj = _resolve_provider(provider, model, api_key, base_url, user_id, providers, provider_options)
+    if provider is not None and not isinstance(provider, str):
+        chosen: str | Provider | None = provider
+        chosen_model, chosen_url = resolved.values["model"], resolved.values["base_url"]
+    else:
+        chosen, chosen_model, chosen_url = choose_provider(resolved, providers.names())
+    for warning in resolved.warnings:
+        _warn_once(warning)
+
+    values = resolved.values
+    if system_prompt is None:
+        system_prompt = DEFAULT_SYSTEM_PROMPT
+    if project_instructions:
+        from ._instructions import load_instructions
+        from .config import user_config_path
+
+        chosen_sources = set(setting_sources) if setting_sources is not None else {"user", "project"}
+        loaded = load_instructions(
+            workspace.root, user_dir=user_config_path().parent if "user" in chosen_sources else None,
+            trusted=resolved.trusted, workspace_files="project" in chosen_sources,
+        )
+        for warning in loaded.warnings:
+            resolved.warnings.append(warning)
+            _warn_once(warning)
+        if loaded.text:
+            system_prompt = f"{system_prompt}\n\n{loaded.text}".strip()
+    if values["instructions"]:
+        system_prompt = f"{system_prompt}\n\n{values['instructions']}".strip()
+    extra = dict(resolved.plugin_values)
+    extra["plugin_options"] = dict(values["plugin_options"])
+    extra["settings_origin"] = dict(resolved.origins)
+    options = AgentOptions(
+        workspace=workspace,
+        provider_name=chosen if isinstance(chosen, str) else getattr(chosen, "name", None),
+        model=chosen_model,
+        permission=values["permission"],
+        auto_approve=values["auto_approve"] is True,
+        user_id=user_id,
+        session_id=session_id,
+        max_steps=values["max_steps"],
+        workspace_trusted=resolved.trusted,
+        sandbox=values["sandbox"],
+        extra=extra,
+    )
+
+    provider_obj = _resolve_provider(chosen, chosen_model, api_key, chosen_url, user_id, providers, provider_options)
 
     # tools
     registry = ToolRegistry()
@@ -367,8 +508,16 @@ def create_agent(
             raise ValueError(
                 f"tools=: unknown tool group(s) {', '.join(map(repr, unknown))}; known groups: {', '.join(sorted(known))}"
             )
+    names = registry.names()
+    for rule in resolved.rules:
+        # MCP tools (server__tool) appear when their server starts, after this
+        if "__" not in rule.tool and not any(rule.matches_tool(n) for n in names):
+            message = (f"{rule.describe()} names no installed tool; it may come from a plugin that is not "
+                       f"installed or not loaded")
+            resolved.warnings.append(message)
+            _warn_once(message)
 
-    return Agent(
+    agent = Agent(
         options=options,
         pm=pm,
         registry=registry,
@@ -383,7 +532,13 @@ def create_agent(
         compactor=Compactor(context_window=context_window),
         model_settings=dict(model_settings or {}),
         max_tool_output_chars=max_tool_output_chars,
+        gate=PermissionGate(
+            options.permission, auto_approve=options.auto_approve, rules=resolved.rules,
+            workspace=workspace.root, tools=registry.get,
+        ),
+        settings=resolved,
     )
+    return agent
 
 
 def _resolve_provider(

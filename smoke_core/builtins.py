@@ -1,5 +1,5 @@
 """Core's own plugin: the core commands (``run``, ``demo``, ``sessions``,
-``plugins``, ``tools``) and the ``demo`` provider are added through the same
+``plugins``, ``tools``, ``trust``, ``permissions``) and the ``demo`` provider are added through the same
 hooks as any third-party plugin's."""
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ def register_commands(cli: click.Group) -> None:
 
     for command in (
         _commands.run_command, _commands.demo_command, _commands.sessions_group,
-        _commands.plugins_command, _commands.tools_command,
+        _commands.plugins_command, _commands.tools_command, _commands.trust_command,
+        _commands.permissions_command,
     ):
         cli.add_command(command)
 

@@ -1,10 +1,8 @@
-"""Configuration files: ``.smoke/config.yaml`` in the workspace and
-``~/.config/smoke/config.yaml`` (workspace wins, key by key).
+"""Provider detection and the errors of configuration.
 
-Keys: ``provider``, ``model``, ``base_url``, ``permission``, ``auto_approve``,
-``max_steps``, ``mcp_servers`` (read by smoke-mcp), ``skills_dir`` (read by
-smoke-skills). API keys do not belong here: use the provider's environment
-variable.
+The settings layers themselves (user, project, local, environment, code,
+managed; trust) are in :mod:`smoke_core.settings`. API keys do not belong in
+settings files: use the provider's environment variable.
 """
 
 from __future__ import annotations
@@ -33,18 +31,16 @@ class NoProviderError(ConfigError):
         super().__init__(
             "no model provider is configured.\n"
             f"  Set an API key in the environment (one of: {names}),\n"
-            "  or pass --provider/--model, or write provider/model in .smoke/config.yaml."
+            "  or pass --provider/--model, or write provider/model in ~/.config/smoke/config.yaml\n"
+            "  (or in .smoke/config.yaml of a folder you trusted with `smoke trust`)."
         )
         self.key_vars = key_vars
 
 
-#: Config keys passed on to ``create_agent`` as they are.
-AGENT_CONFIG_KEYS = ("permission", "auto_approve", "max_steps", "mcp_servers", "skills_dir")
-
-
 @dataclass
 class AgentSettings:
-    """What ``smoke run`` and ``smoke serve`` pass to ``create_agent``."""
+    """What ``smoke serve`` passes to ``create_agent`` (kept for its callers;
+    ``smoke_core.settings`` does the work)."""
 
     provider: str | None
     model: str | None
@@ -52,6 +48,8 @@ class AgentSettings:
     options: dict[str, Any] = field(default_factory=dict)
     #: "using provider X (found ENV_VAR)" when the provider came from the environment
     note: str | None = None
+    #: the full resolution (origins, rules, warnings)
+    resolved: Any = None
 
 
 def resolve_agent_settings(
@@ -61,20 +59,26 @@ def resolve_agent_settings(
     model: str | None = None,
     base_url: str | None = None,
 ) -> AgentSettings:
-    """Flags first, then the config files, then the first provider key found
-    in the environment. Raises :class:`ConfigError` (bad file) or
-    :class:`NoProviderError`."""
-    config = load_config(workspace)
-    settings = AgentSettings(
-        provider=provider or config.get("provider"),
-        model=model or config.get("model"),
-        base_url=base_url or config.get("base_url"),
-        options={k: config[k] for k in AGENT_CONFIG_KEYS if k in config},
-    )
-    if settings.provider is None and not (settings.model and ":" in settings.model):
-        from .plugins import collect_providers, create_plugin_manager
+    """Flags first, then the settings layers (``smoke_core.settings``; the
+    workspace's own files only when the folder is trusted), then the first
+    provider key found in the environment. ``options`` carries
+    ``trust_workspace`` for ``create_agent``. Raises :class:`ConfigError`
+    (bad settings) or :class:`NoProviderError`."""
+    from .plugins import collect_providers, create_plugin_manager
+    from .settings import choose_provider, collect_setting_specs, resolve_settings
 
-        specs = collect_providers(create_plugin_manager()).specs()
+    pm = create_plugin_manager()
+    flags = {k: v for k, v in {"provider": provider, "model": model, "base_url": base_url}.items() if v is not None}
+    resolved = resolve_settings(workspace, code=flags, code_origin="flag", trust=None,
+                                specs=collect_setting_specs(pm))
+    registry = collect_providers(pm)
+    chosen_provider, chosen_model, chosen_url = choose_provider(resolved, registry.names())
+    settings = AgentSettings(
+        provider=chosen_provider, model=chosen_model, base_url=chosen_url,
+        options={"trust_workspace": resolved.trusted}, resolved=resolved,
+    )
+    if settings.provider is None:
+        specs = registry.specs()
         found = detect_provider(specs)
         if found is None:
             raise NoProviderError(sorted({s.env_var for s in specs if s.env_var}))
@@ -84,33 +88,14 @@ def resolve_agent_settings(
 
 
 def user_config_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "smoke" / "config.yaml"
+    """The user settings file (``$XDG_CONFIG_HOME/smoke/config.yaml``)."""
+    from .settings import user_settings_path
+
+    return user_settings_path()
 
 
 def workspace_config_path(workspace: str | os.PathLike[str]) -> Path:
     return Path(workspace) / ".smoke" / "config.yaml"
-
-
-def _read(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML: {exc}. Fix the file or remove it.") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} must hold a mapping of settings (provider: ..., model: ...), got {type(data).__name__}")
-    return data
-
-
-def load_config(workspace: str | os.PathLike[str]) -> dict[str, Any]:
-    """The merged configuration (user file, then the workspace file over it)."""
-    merged = _read(user_config_path())
-    merged.update(_read(workspace_config_path(workspace)))
-    return merged
 
 
 def detect_provider(specs: list[Any]) -> tuple[str, str] | None:

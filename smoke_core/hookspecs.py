@@ -114,6 +114,47 @@ def register_commands(cli: click.Group) -> None:
     """
 
 
+@hookspec
+def register_settings(register: Callable[..., None]) -> None:
+    """Declare settings keys this plugin reads. Called once per plugin
+    manager, when an agent is created or settings are resolved.
+
+    A declared key may appear in every settings file and as a
+    ``create_agent`` keyword argument; its value is validated with pydantic
+    (``TypeAdapter(type)``) before any plugin sees it, and reaches plugins as
+    ``options.get(key)`` (``options.get("settings_origin")[key]`` says where it
+    came from: a file path, ``"create_agent"``, ``"flag"`` or ``"default"``).
+    An undeclared key is an error with a "did you mean" suggestion.
+
+    :param register: ``register(key, type, *, default=None, trusted_only=True,
+        description="", code_only=False)``. ``type`` is anything pydantic's
+        ``TypeAdapter`` validates (``str``, ``list[str]``, a ``BaseModel``...).
+        ``trusted_only=True`` (the default) means the project and local files
+        of a folder the person has not trusted may not set the key (anything
+        that starts a process, names an endpoint or loosens policy must keep
+        it); ``False`` is for keys that cannot hurt. ``code_only=True``: only
+        ``create_agent``'s value is passed on (the plugin reads the settings
+        files itself, e.g. to keep where each entry came from). Keys must be
+        snake_case and must not shadow core settings or ``create_agent``
+        arguments.
+    :return: ignored.
+    :raises: a raise here (or a key declared twice, or a reserved key) stops
+        ``create_agent`` with a :class:`~smoke_core.settings.SettingsError`
+        naming the plugin.
+
+    Example::
+
+        @hookimpl
+        def register_settings(register):
+            register("reviewers", list[str], default=[], trusted_only=False,
+                     description="people to mention in review comments")
+
+        @hookimpl
+        def register_tools(register, options):
+            reviewers = options.get("reviewers")   # already a list of strings
+    """
+
+
 # ---------------------------------------------------------------- run lifecycle
 
 

@@ -46,6 +46,8 @@ def clean_env(tmp_path, **extra) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in KEY_VARS and k != "SMOKE_LOAD_PLUGINS"}
     env["HOME"] = str(tmp_path / "home")
     env["XDG_CONFIG_HOME"] = str(tmp_path / "home" / ".config")
+    env["XDG_STATE_HOME"] = str(tmp_path / "home" / ".state")
+    env["SMOKE_MANAGED_SETTINGS"] = str(tmp_path / "no-managed.yaml")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.update(extra)
     return env
@@ -355,7 +357,155 @@ def test_config_file_chooses_provider(tmp_path):
     (ws / ".smoke" / "config.yaml").write_text("provider: cli-scripted\nmodel: tiny\n")
     env = clean_env(tmp_path, PYTHONPATH=str(plugdir), SMOKE_LOAD_PLUGINS="cli_scripted",
                     SMOKE_TEST_TURNS=json.dumps(["configured"]))
+    # an untrusted folder does not choose the provider (nor its endpoint)
+    proc = smoke("run", "--json", "go", cwd=ws, env=env)
+    assert proc.returncode == 2
+    assert "ignored settings in" in proc.stderr and "provider" in proc.stderr and "smoke trust" in proc.stderr
+    # the user's own settings do
+    user = Path(env["XDG_CONFIG_HOME"]) / "smoke" / "config.yaml"
+    user.parent.mkdir(parents=True)
+    user.write_text("provider: cli-scripted\n")
     proc = smoke("run", "--json", "go", cwd=ws, env=env)
     assert proc.returncode == 0, proc.stderr
     started = json.loads(proc.stdout.splitlines()[0])
     assert started["type"] == "run.started" and started["data"]["provider"] == "scripted"
+    # and so does a trusted folder's file
+    user.write_text("")
+    assert smoke("trust", str(ws), cwd=ws, env=env).returncode == 0
+    proc = smoke("run", "--json", "go", cwd=ws, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "ignored settings" not in proc.stderr
+
+
+# ------------------------------------------------------------ trust and approvals at a terminal
+
+
+def terminal_env(tmp_path, turns, plugins="cli_scripted,tools_terminal"):
+    plugdir = tmp_path / "plug"
+    if not plugdir.exists():
+        write_scripted_provider_plugin(plugdir)
+    return clean_env(tmp_path, PYTHONPATH=str(plugdir), SMOKE_LOAD_PLUGINS=plugins,
+                     SMOKE_TEST_TURNS=json.dumps(turns), COLUMNS="200", TERM="xterm")
+
+
+def run_command_turns(command):
+    return [{"tool_calls": [{"name": "run_command", "input": {"command": command}}]}, "ECHO_LAST_RESULT"]
+
+
+def pty_smoke(ws, env, *args):
+    return Pty([sys.executable, "-m", "smoke_core.cli", "run", "--provider", "cli-scripted", *args, "go"], ws, env)
+
+
+@pytest.mark.slow
+def test_pty_escape_sequences_are_shown_as_what_they_are(tmp_path):
+    pytest.importorskip("smoke_tools_terminal")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    spoof = "touch X;\x1bM\x1bE  $ ls -la"
+    term = pty_smoke(ws, terminal_env(tmp_path, run_command_turns(spoof)))
+    out = term.read_until("allow once [y]")
+    assert "touch X;␛M␛E  $ ls -la" in out
+    assert "\x1bM" not in out and "\x1bE" not in out  # nothing reached the terminal raw
+    assert "control or invisible character" in out
+    term.send("n\n")
+    assert term.finish() == 0
+    assert not (ws / "X").exists()
+
+
+@pytest.mark.slow
+def test_pty_long_inputs_are_shown_whole_with_their_length(tmp_path):
+    pytest.importorskip("smoke_tools_terminal")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    spoof = "ls -la" + " " * 5000 + "; touch Y"
+    term = pty_smoke(ws, terminal_env(tmp_path, run_command_turns(spoof)))
+    out = term.read_until("allow once [y]")
+    assert "ls -la⟨5000 spaces⟩; touch Y" in out
+    assert "long input: 5,015 characters" in out and "(5,015 characters)" in out
+    term.send("n\n")
+    assert term.finish() == 0
+    assert not (ws / "Y").exists()
+
+
+@pytest.mark.slow
+def test_pty_always_writes_a_rule_the_next_run_honours(tmp_path):
+    pytest.importorskip("smoke_tools_terminal")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = terminal_env(tmp_path, run_command_turns("echo remembered > out.txt"))
+    assert smoke("trust", str(ws), cwd=ws, env=env).returncode == 0
+    term = pty_smoke(ws, env)
+    term.read_until("always [A]")
+    term.send("A\n")
+    term.read_until("remember for this folder")
+    term.send("l\n")
+    out = term.read_until("completed")
+    assert term.finish() == 0
+    assert "allow always: rule run_command(echo remembered > out.txt)" in out
+    local = ws / ".smoke" / "config.local.yaml"
+    assert "run_command(echo remembered > out.txt)" in local.read_text()
+    (ws / "out.txt").unlink()
+    # the next run, without a terminal and without --yes, does not ask
+    proc = smoke("run", "--provider", "cli-scripted", "go", cwd=ws, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "needs approval" not in proc.stdout
+    assert (ws / "out.txt").read_text().strip() == "remembered"
+
+
+@pytest.mark.slow
+def test_pty_offers_to_trust_a_folder_once(tmp_path):
+    pytest.importorskip("smoke_tools_terminal")
+    ws = tmp_path / "ws"
+    (ws / ".smoke").mkdir(parents=True)
+    (ws / ".smoke" / "config.yaml").write_text("permission: allow-all\n")
+    env = terminal_env(tmp_path, run_command_turns("echo hi"))
+    # declined: asked once, then never again for this folder
+    term = pty_smoke(ws, env)
+    out = term.read_until("trust this folder? [y/N]")
+    assert "permission (looser than ask-default)" in out
+    term.send("n\n")
+    term.read_until("allow once [y]")  # not trusted: allow-all was ignored
+    term.send("y\n")
+    assert term.finish() == 0
+    term = pty_smoke(ws, env)
+    out = term.read_until("allow once [y]")
+    assert "trust this folder?" not in out
+    term.send("y\n")
+    assert term.finish() == 0
+
+    # accepted (another folder): trusted from then on, its settings honoured in this run already
+    other = tmp_path / "other"
+    (other / ".smoke").mkdir(parents=True)
+    (other / ".smoke" / "config.yaml").write_text("permission: allow-all\n")
+    term = pty_smoke(other, env)
+    term.read_until("trust this folder? [y/N]")
+    term.send("y\n")
+    out = term.read_until("completed")
+    assert term.finish() == 0
+    assert "approval needed" not in out
+    listed = smoke("trust", "--list", cwd=other, env=env).stdout
+    assert str(other.resolve()) in listed and str(ws.resolve()) not in listed
+
+
+@pytest.mark.parametrize("raw,shown", [
+    ("touch X;\x1bM\x1bE  $ ls -la", "touch X;␛M␛E  $ ls -la"),
+    ("rm -rf ~\r$ ls", "rm -rf ~␍$ ls"),
+    ("abc\b\b\bls", "abc␈␈␈ls"),
+    ("echo \u202eevil\u202c", "echo ⟨RLO⟩evil⟨PDF⟩"),
+    ("a\u2066b\u2069", "a⟨LRI⟩b⟨PDI⟩"),
+    ("x\u200by\ufeffz", "x⟨ZWSP⟩y⟨BOM⟩z"),
+    ("csi\x9b31m", "csi⟨U+009B⟩31m"),
+    ("nbsp\u00a0here", "nbsp⟨NBSP⟩here"),
+    ("tab\there", "tab␉here"),
+    ("del\x7f", "del␡"),
+    ("fake ␛ mark", "fake ⟨U+241B⟩ mark"),
+    ("ls" + " " * 40 + "; touch Y", "ls⟨40 spaces⟩; touch Y"),
+    ("two\nlines", "two\nlines"),
+    ("plain ascii: ok", "plain ascii: ok"),
+    ("naïve ünïcödé 日本", "naïve ünïcödé 日本"),
+])
+def test_visible_marks_every_control_and_invisible_character(raw, shown):
+    from smoke_core.display import hidden_characters, visible
+
+    assert visible(raw) == shown
+    assert (hidden_characters(raw) > 0) is (raw.strip() != shown.strip() and " " * 16 not in raw)

@@ -429,6 +429,10 @@ def test_register_tools_gets_plugin_options(workspace):
 
     class Reader:
         @hookimpl
+        def register_settings(self, register):
+            register("mcp_servers", dict)
+
+        @hookimpl
         def register_tools(self, options):
             seen["servers"] = options.get("mcp_servers")
             seen["root"] = options.workspace.root

@@ -63,3 +63,19 @@ async def test_nested_agents_md_reaches_the_model_when_a_file_below_is_read(work
     assert len(results[2]) == 1  # offered once per run
     # the system prompt did not change during the run (prompt caching keeps working)
     assert len({r.system for r in provider.requests}) == 1
+
+
+async def test_create_agent_puts_agents_md_in_the_system_prompt_and_instructions_false_turns_it_off(workspace):
+    (workspace / "AGENTS.md").write_text("Always run make lint.")
+    provider = ScriptedProvider(["ok"])
+    agent = create_agent(workspace, provider=provider)
+    await agent.run("go")
+    assert "Always run make lint." in provider.requests[0].system
+    assert "not marked as trusted" not in provider.requests[0].system  # code trusts by default
+    off = ScriptedProvider(["ok"])
+    await create_agent(workspace, provider=off, instructions=False).run("go")
+    assert "Always run make lint." not in off.requests[0].system
+    untrusted = ScriptedProvider(["ok"])
+    await create_agent(workspace, provider=untrusted, trust_workspace=False).run("go")
+    assert "Always run make lint." in untrusted.requests[0].system
+    assert "not marked as trusted" in untrusted.requests[0].system

@@ -69,8 +69,11 @@ async def close_agent(agent: Agent) -> None:
 def register_settings(register: Callable[..., Any]) -> None:
     from ._settings import DESCRIPTION, MCPServersSetting
 
-    # trusted_only: a repository's own settings may not add servers (nor trust them)
-    register("mcp_servers", MCPServersSetting, default=None, trusted_only=True, description=DESCRIPTION)
+    # trusted_only: a repository's own settings may not add servers (nor trust them);
+    # code_only: smoke-mcp reads the settings files and .mcp.json itself, keeping
+    # where each server came from (its trust depends on it)
+    register("mcp_servers", MCPServersSetting, default=None, trusted_only=True, description=DESCRIPTION,
+             code_only=True)
 
 
 @hookimpl

@@ -548,7 +548,9 @@ async def test_a_stdio_server_gets_no_provider_key_unless_its_env_names_it(
         assert "ANTHROPIC_API_KEY" not in env and "ACME_API_KEY" not in env
         assert env["SMOKE_TEST_ORDINARY"] == "kept"  # the person's ordinary environment is inherited
     assert "OPENAI_API_KEY" not in plain
-    assert keyed["OPENAI_API_KEY"] == "sk-openai-0123456789" and keyed["EXTRA"] == "x"
+    # the server got the key its config names; what it printed was redacted before anyone saw it
+    assert keyed["OPENAI_API_KEY"] == "***" and keyed["EXTRA"] == "x"
+    assert "sk-openai-0123456789" not in str(result.messages)
 
 
 # ---------------------------------------------------------------- a repository's servers and trust
