@@ -295,6 +295,7 @@ class ToolExecutor:
             return True
         if decision == "deny":
             return False
+        suggested = gate.rule_for(request) if request.kind == "tool" else None
         self.emit(
             "permission.required",
             {
@@ -305,13 +306,14 @@ class ToolExecutor:
                 "reason": request.reason,
                 "presentation": presentation,
                 "tool_kind": request.tool_kind,
+                "suggested_rule": suggested,
             },
         )
         answer = await self.pauses.wait(request.tool_call_id)
         if answer == "allow_run" and request.scope:
             gate.allowed_for_run.add(request.scope)
         self.emit("permission.resolved", {"tool_call_id": request.tool_call_id, "decision": answer})
-        return answer in ("allow", "allow_run")
+        return answer in ("allow", "allow_run", "allow_always")
 
     # ------------------------------------------------------------ output
 

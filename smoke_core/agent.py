@@ -269,7 +269,7 @@ class Agent:
             path = remember_rule(self.workspace.root, rule, scope=scope)  # type: ignore[arg-type]
             added = gate.add_rule(rule, "allow", origin=str(path))
             gate.take_pending(tool_call_id)
-            self._pauses.answer(tool_call_id, "allow")  # the run knows allow / allow_run / deny
+            self._pauses.answer(tool_call_id, "allow_always")  # the rule is in place: this call goes ahead
             return added
         gate.take_pending(tool_call_id)
         self._pauses.answer(tool_call_id, decision)

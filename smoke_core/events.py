@@ -63,7 +63,9 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "tool.completed": (
         "tool_call_id", "tool_name", "is_error", "content", "error", "duration_ms", "presentation",
     ),
-    "permission.required": ("tool_call_id", "kind", "tool_name", "input", "reason", "presentation", "tool_kind"),
+    "permission.required": (
+        "tool_call_id", "kind", "tool_name", "input", "reason", "presentation", "tool_kind", "suggested_rule",
+    ),
     "permission.resolved": ("tool_call_id", "decision"),
     "ask_user.required": ("tool_call_id", "question", "options", "multiple"),
     "ask_user.response": ("tool_call_id", "text"),

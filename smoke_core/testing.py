@@ -28,7 +28,26 @@ from .providers import (
 )
 from .workspace import Workspace
 
-__all__ = ["ProviderContract", "ScriptedProvider", "StoreContract", "make_tool_context"]  # noqa: F822 (lazy)
+__all__ = ["ProviderContract", "ScriptedProvider", "StoreContract", "isolate_settings", "make_tool_context"]  # noqa: F822 (lazy)
+
+#: The settings variables ``isolate_settings`` removes from the environment.
+SETTINGS_ENV = ("SMOKE_PROVIDER", "SMOKE_MODEL", "SMOKE_BASE_URL", "SMOKE_PERMISSION", "SMOKE_MAX_STEPS")
+
+
+def isolate_settings(monkeypatch: Any, folder: Path) -> None:
+    """Keep a test away from the real user settings, trust store and managed
+    settings (``/etc/smoke/managed.yaml``) and from ``SMOKE_*`` settings in the
+    environment. Use it in an autouse fixture::
+
+        @pytest.fixture(autouse=True)
+        def _isolated(tmp_path_factory, monkeypatch):
+            isolate_settings(monkeypatch, tmp_path_factory.mktemp("settings"))
+    """
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(folder / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(folder / "state"))
+    monkeypatch.setenv("SMOKE_MANAGED_SETTINGS", str(folder / "no-managed-settings.yaml"))
+    for var in SETTINGS_ENV:
+        monkeypatch.delenv(var, raising=False)
 
 
 def __getattr__(name: str) -> Any:
