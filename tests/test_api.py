@@ -123,3 +123,20 @@ def test_fast_validation_never_accepts_what_jsonschema_rejects():
                     assert (tool.validate_input(args) is None) == validator.is_valid(args), (schema, args)
         assert (tool.validate_input({}) is None) == validator.is_valid({})
     assert ToolDefinition(name="t", description="d", input_schema=schemas[3], execute=lambda i, c: "")._fast_check is None
+
+
+def test_the_plugin_door_resolves_every_name_it_lists():
+    import smoke_core.plugin as door
+
+    for name in door.__all__:
+        assert getattr(door, name) is not None, name
+
+
+def test_importing_the_plugin_door_for_hookimpl_is_cheap():
+    import subprocess
+    import sys
+
+    code = ("import sys; from smoke_core.plugin import hookimpl; "
+            "print([m for m in ('pydantic', 'jsonschema', 'httpx', 'rich', 'yaml') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
