@@ -133,5 +133,13 @@ if TYPE_CHECKING:
     from .settings import SettingsError
     from .sqlite_store import SQLiteStore
     from .store import ManagedStore, MemoryStore, SessionInfo, Store
-    from .tools import TOOL_KINDS, ToolAnnotations, ToolDefinition, ToolKind, ToolPresentation, ToolResult, tool
+    from .tools import (
+        TOOL_KINDS,
+        ToolAnnotations,
+        ToolDefinition,
+        ToolKind,
+        ToolPresentation,
+        ToolResult,
+        tool,
+    )
     from .workspace import Workspace, WorkspaceError
