@@ -223,6 +223,17 @@ class RunHandle:
         req = PermissionRequest(f"{kind}:{name}", kind, name, input or {}, False, reason, scope)
         return await self._tools.request_permission(req, presentation=None)
 
+    def add_to_task(self, blocks: list[dict[str, Any]]) -> None:
+        """Attach content blocks (``{"type": "text", ...}``, images) to the
+        person's task message, e.g. the text of resources the task mentions.
+        Only in ``before_run``: the task is recorded (and stored) right after."""
+        if self._st.tools_fixed or (self._st.messages and self._st.messages[-1].get("content") is self._content):
+            raise RuntimeError("add_to_task works only in before_run, before the task is recorded")
+        for block in blocks:
+            if not isinstance(block, dict) or block.get("type") not in ("text", "image"):
+                raise ValueError(f"add_to_task takes text and image blocks, got {block!r:.80}")
+        self._content = [*self._content, *blocks]
+
     def add_instructions(self, text: str) -> bool:
         """Add guidance to the system prompt for the rest of the run (once per text)."""
         text = text.strip()
@@ -266,7 +277,6 @@ class RunHandle:
         try:
             try:
                 st.messages = deps.load_history()
-                self._append({"role": "user", "content": self._content})
                 self.emit(
                     "run.started",
                     {
@@ -278,6 +288,8 @@ class RunHandle:
                     },
                 )
                 await deps.hooks.observe("before_run", {"run": self}, self._hook_failed)
+                # the task is recorded after before_run, so what plugins attach is part of it
+                self._append({"role": "user", "content": self._content})
                 self._fix_tools()
                 text = await self._loop_steps()
                 status = "completed"

@@ -439,3 +439,18 @@ def test_register_tools_gets_plugin_options(workspace):
 
     create_agent(workspace, provider=ScriptedProvider([]), plugins=[Reader()], mcp_servers={"x": {}})
     assert seen == {"servers": {"x": {}}, "root": workspace.resolve()}
+
+
+async def test_before_run_can_attach_content_to_the_task(workspace):
+    class Mentions:
+        @hookimpl
+        def before_run(self, run):
+            if "@docs:readme" in run.task:
+                run.add_to_task([{"type": "text", "text": "[resource docs:readme]\nHello from the readme."}])
+
+    provider = ScriptedProvider(["ok"])
+    agent = create_agent(workspace, provider=provider, plugins=[Mentions()], session_id="s", autoload_plugins=False)
+    await agent.run("summarise @docs:readme")
+    first = provider.requests[0].messages[-1]["content"]
+    assert [b["text"] for b in first] == ["summarise @docs:readme", "[resource docs:readme]\nHello from the readme."]
+    assert agent.store.load("s")[0]["content"] == first  # stored as the model saw it
