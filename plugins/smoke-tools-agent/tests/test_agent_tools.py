@@ -13,7 +13,7 @@ from smoke_core import create_agent
 from smoke_core.errors import ToolError
 from smoke_core.testing import ScriptedProvider, make_tool_context
 
-TOOLS = ("todo_write", "ask_user", "finish_task")
+TOOLS = ("todo_write", "ask_user", "finish_task", "task")
 
 
 def _agent(tmp_path: Path, turns: list[Any], asked: list[Any] | None = None) -> Any:
@@ -39,7 +39,7 @@ def _tool_results(provider: ScriptedProvider, call: int) -> list[dict[str, Any]]
 # ---------------------------------------------------------------- registration
 
 
-async def test_registers_three_read_only_tools(tmp_path: Path) -> None:
+async def test_registers_four_tools_none_needing_approval(tmp_path: Path) -> None:
     agent = _agent(tmp_path, [])
     assert set(agent.tools) == set(TOOLS)
     presentations = agent.get_tool_presentations()
