@@ -5,9 +5,10 @@ timeouts (``idle_timeout`` bounds silence on an open stream), the POST and
 its failure classification (:mod:`smoke_core.http_errors`), and the dispatch
 between an event stream and a plain JSON body. An adapter (smoke-provider-
 openai, smoke-provider-anthropic, or a third-party one) supplies the wire
-format: ``url``, ``build_body``, ``auth_headers``, ``_read_sse`` and
-``_parse_body``. ``httpx`` is imported only when a request is made, so core
-does not depend on it.
+format through its public override points: ``url``, ``build_body``,
+``auth_headers``, ``protocol_headers``, ``read_sse`` and ``parse_body``
+(with ``json_object`` / ``event_object`` to check what arrives). ``httpx`` is
+imported only when a request is made, so core does not depend on it.
 """
 
 from __future__ import annotations
@@ -103,11 +104,28 @@ class HTTPProvider:
     def auth_headers(self, key: str) -> dict[str, str]:
         raise NotImplementedError
 
-    def _read_sse(self, response: httpx.Response) -> AsyncIterator[ProviderEvent]:
+    def read_sse(self, response: httpx.Response) -> AsyncIterator[ProviderEvent]:
+        """The neutral events of a ``text/event-stream`` response (use
+        ``httpx_sse.EventSource(response)``; raise ``AgentError`` for in-band errors)."""
         raise NotImplementedError
 
-    def _parse_body(self, raw: bytes, ctype: str) -> list[ProviderEvent]:
+    def parse_body(self, raw: bytes, ctype: str) -> list[ProviderEvent]:
+        """The neutral events of a plain JSON response (a non-streamed call)."""
         raise NotImplementedError
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # the override points were private before 0.2: keep such adapters working, with a warning
+        for old, new in (("_read_sse", "read_sse"), ("_parse_body", "parse_body")):
+            if old in cls.__dict__ and new not in cls.__dict__:
+                import warnings
+
+                warnings.warn(
+                    f"{cls.__name__}.{old} is deprecated: override {new} instead (HTTPProvider's public "
+                    f"override points); {old} stops working in smoke-core 0.3",
+                    DeprecationWarning, stacklevel=2,
+                )
+                setattr(cls, new, cls.__dict__[old])
 
     # ------------------------------------------------------------ shared
 
@@ -182,12 +200,12 @@ class HTTPProvider:
                 phase = "stream"
                 ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()
                 if ctype == "text/event-stream":
-                    async for event in self._read_sse(response):
+                    async for event in self.read_sse(response):
                         yield event
                 else:
                     # A non-streamed call, or a server that ignored "stream": true.
                     raw = await response.aread()
-                    for event in self._parse_body(raw, ctype):
+                    for event in self.parse_body(raw, ctype):
                         yield event
         except httpx.HTTPError as exc:
             raise transport_error(
@@ -195,7 +213,7 @@ class HTTPProvider:
                 idle_timeout=idle,
             ) from None
 
-    def _json_object(self, raw: bytes, ctype: str) -> dict[str, Any]:
+    def json_object(self, raw: bytes, ctype: str) -> dict[str, Any]:
         """A response body as a JSON object, or ``provider_error`` saying what it was."""
         try:
             data = json.loads(raw)
@@ -212,7 +230,7 @@ class HTTPProvider:
             )
         return data
 
-    def _event_object(self, data: str, event: str | None) -> dict[str, Any]:
+    def event_object(self, data: str, event: str | None) -> dict[str, Any]:
         """One SSE ``data`` field as a JSON object, or ``provider_error``."""
         try:
             payload = json.loads(data)

@@ -1,4 +1,11 @@
-"""The provider contract (DESIGN §7).
+"""The provider contract (DESIGN §7) — and the door for provider authors.
+
+Everything a provider adapter needs is importable from here: the contract
+(:class:`Provider`, :class:`ModelRequest`, the stream events, :class:`Usage`,
+:class:`RetryPolicy`, :data:`ApiKey`) and, for JSON-over-HTTP APIs,
+:class:`HTTPProvider` with its public override points and the failure
+classifiers (``http_error``, ``in_band_error``, ``transport_error``,
+``redirect_error``), imported on first use.
 
 A provider turns a :class:`ModelRequest` into an async stream of neutral
 events: :class:`TextDelta`, :class:`ThoughtDelta`, :class:`ToolCallRequest`,
@@ -18,6 +25,35 @@ from typing import Any, Protocol, runtime_checkable
 
 from .errors import AgentError, AgentErrorInfo
 from .messages import Message
+
+__all__ = [  # noqa: F822 (the provider-author names of http_provider / http_errors are lazy)
+    "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_IDLE_TIMEOUT", "DEFAULT_REQUEST_TIMEOUT",
+    "AgentError", "AgentErrorInfo", "ApiKey", "Finished", "HTTPProvider", "ModelRequest", "Provider",
+    "ProviderEvent", "ProviderFactory", "ProviderRegistry", "ProviderSpec", "RetryPolicy", "TextDelta",
+    "ThoughtDelta", "ToolCallRequest", "Usage", "UsageReport", "classify_http_status", "http_error",
+    "in_band_error", "parse_retry_after", "redirect_error", "resolve_api_key", "shared_ssl_context",
+    "transport_error",
+]
+
+#: provider-author names that live in implementation modules (imported on first use)
+_LAZY = {
+    "HTTPProvider": "http_provider", "shared_ssl_context": "http_provider",
+    "DEFAULT_CONNECT_TIMEOUT": "http_provider", "DEFAULT_IDLE_TIMEOUT": "http_provider",
+    "DEFAULT_REQUEST_TIMEOUT": "http_provider",
+    "http_error": "http_errors", "in_band_error": "http_errors", "transport_error": "http_errors",
+    "redirect_error": "http_errors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'smoke_core.providers' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"smoke_core.{module}"), name)
+    globals()[name] = value
+    return value
 
 
 @dataclass(slots=True)

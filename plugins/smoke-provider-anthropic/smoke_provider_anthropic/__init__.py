@@ -13,7 +13,7 @@ from smoke_core import hookimpl
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from smoke_core.agent import Agent
+    from smoke_core.plugin import Agent
 
     from ._provider import AnthropicProvider
 

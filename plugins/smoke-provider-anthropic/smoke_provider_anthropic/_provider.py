@@ -9,15 +9,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from smoke_core.errors import AgentError
-from smoke_core.http_errors import in_band_error
-from smoke_core.http_provider import (
+from smoke_core.providers import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_REQUEST_TIMEOUT,
+    AgentError,
+    ApiKey,
     HTTPProvider,
+    ProviderEvent,
+    in_band_error,
 )
-from smoke_core.providers import ApiKey, ProviderEvent
 
 from ._wire import StreamAssembler, build_body, events_from_message
 
@@ -77,8 +78,8 @@ class AnthropicProvider(HTTPProvider):
     def auth_headers(self, key: str) -> dict[str, str]:
         return {"x-api-key": key}
 
-    def _parse_body(self, raw: bytes, ctype: str) -> list[ProviderEvent]:
-        data = self._json_object(raw, ctype)
+    def parse_body(self, raw: bytes, ctype: str) -> list[ProviderEvent]:
+        data = self.json_object(raw, ctype)
         if data.get("type") == "error" or data.get("error"):
             raise in_band_error(data.get("error"), provider=self.name, env_var=self.env_var)
         if data.get("type") != "message" and "content" not in data:
@@ -88,7 +89,7 @@ class AnthropicProvider(HTTPProvider):
             )
         return events_from_message(data)
 
-    async def _read_sse(self, response: httpx.Response) -> AsyncIterator[ProviderEvent]:
+    async def read_sse(self, response: httpx.Response) -> AsyncIterator[ProviderEvent]:
         from httpx_sse import EventSource, SSEError
 
         assembler = StreamAssembler()
@@ -100,7 +101,7 @@ class AnthropicProvider(HTTPProvider):
                 data = sse.data.strip()
                 if not data:
                     continue
-                payload = self._event_object(data, sse.event)
+                payload = self.event_object(data, sse.event)
                 kind = payload.get("type") or sse.event or ""
                 if kind == "error" or sse.event == "error":
                     raise in_band_error(payload.get("error"), provider=self.name, env_var=self.env_var)

@@ -9,15 +9,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from smoke_core.errors import AgentError
-from smoke_core.http_errors import in_band_error
-from smoke_core.http_provider import (
+from smoke_core.providers import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_REQUEST_TIMEOUT,
+    AgentError,
+    ApiKey,
     HTTPProvider,
+    ProviderEvent,
+    in_band_error,
 )
-from smoke_core.providers import ApiKey, ProviderEvent
 
 from ._wire import StreamAssembler, build_body, events_from_completion
 
@@ -71,8 +72,8 @@ class OpenAIChatProvider(HTTPProvider):
     def auth_headers(self, key: str) -> dict[str, str]:
         return {"authorization": f"Bearer {key}"}
 
-    def _parse_body(self, raw: bytes, ctype: str) -> list[ProviderEvent]:
-        data = self._json_object(raw, ctype)
+    def parse_body(self, raw: bytes, ctype: str) -> list[ProviderEvent]:
+        data = self.json_object(raw, ctype)
         if data.get("error"):
             raise in_band_error(data["error"], provider=self.name, env_var=self.env_var)
         if not data.get("choices"):
@@ -82,7 +83,7 @@ class OpenAIChatProvider(HTTPProvider):
             )
         return events_from_completion(data)
 
-    async def _read_sse(self, response: httpx.Response) -> AsyncIterator[ProviderEvent]:
+    async def read_sse(self, response: httpx.Response) -> AsyncIterator[ProviderEvent]:
         from httpx_sse import EventSource, SSEError
 
         assembler = StreamAssembler()
@@ -100,7 +101,7 @@ class OpenAIChatProvider(HTTPProvider):
                 if data.strip() == "[DONE]":
                     done = True
                     break
-                chunk = self._event_object(data, sse.event)
+                chunk = self.event_object(data, sse.event)
                 if chunk.get("error"):
                     raise in_band_error(chunk["error"], provider=self.name, env_var=self.env_var)
                 for event in assembler.feed(chunk):
