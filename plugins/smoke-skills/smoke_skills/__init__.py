@@ -2,9 +2,15 @@
 
 Registers ``list_skills`` and ``use_skill`` (group ``skills``) and the
 ``smoke skills`` command. Skills are found once per agent, when its tools are
-registered. Options read from ``create_agent``: ``skills_dir`` (a path or a
-list; replaces the default folders) and ``skills`` (already loaded
-:class:`Skill` objects).
+registered. Settings (``register_settings``): ``skills_dir`` (a path or a
+list; replaces the default folders) and ``skills_follow_symlinks`` (trusted
+settings only). ``create_agent(skills=...)`` takes already loaded
+:class:`Skill` objects.
+
+Skill folders inside the workspace are a repository's text: their symlinks
+never lead out of the workspace (unless the workspace is trusted and
+``skills_follow_symlinks`` is set), and an untrusted workspace's
+``skills_dir`` may not point outside it.
 """
 
 from __future__ import annotations
@@ -47,6 +53,33 @@ def __getattr__(name: str) -> Any:
 
 
 @hookimpl
+def register_settings(register: Any) -> None:
+    """The settings keys this plugin reads."""
+    from pathlib import Path
+
+    register(
+        "skills_dir",
+        Path | list[Path] | None,
+        default=None,
+        trusted_only=False,
+        description=(
+            "Skills folder or list of folders searched instead of the defaults (relative paths are taken from "
+            "the workspace). An untrusted workspace's folders must be inside it."
+        ),
+    )
+    register(
+        "skills_follow_symlinks",
+        bool,
+        default=False,
+        trusted_only=True,
+        description=(
+            "Follow symlinks in the workspace's skills folders that lead outside the workspace "
+            "(only in a trusted workspace)."
+        ),
+    )
+
+
+@hookimpl
 def register_tools(register: Any, options: AgentOptions) -> None:
     from ._loader import discover_skills
     from ._tools import GROUP, build_tools
@@ -55,6 +88,8 @@ def register_tools(register: Any, options: AgentOptions) -> None:
         workspace=options.workspace.root,
         skills_dir=options.get("skills_dir"),
         skills=options.get("skills"),
+        workspace_trusted=bool(getattr(options, "workspace_trusted", True)),
+        follow_symlinks=options.get("skills_follow_symlinks") is True,
     )
     for definition in build_tools(skills):
         register(definition, group=GROUP)
