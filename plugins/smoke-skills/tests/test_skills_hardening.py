@@ -145,7 +145,7 @@ def test_an_untrusted_workspace_cannot_point_skills_dir_outside(layout: tuple[Pa
 def test_a_trusted_skill_never_opens_a_folder_as_broad_as_the_workspace_parent(
     layout: tuple[Path, Path],
 ) -> None:
-    ws, outside = layout
+    ws, _ = layout
     write_skill(ws.parent, "whole", "a SKILL.md in the folder holding the workspace")
     (ws.parent / "sibling.txt").write_text(f"{CANARY}\n")
     agent = create_agent(ws, provider=ScriptedProvider(), autoload_plugins=False, plugins=[smoke_skills],
