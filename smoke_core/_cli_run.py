@@ -343,10 +343,10 @@ def _approve_mode(yes: bool, as_json: bool) -> str:
     return "ask" if _interactive() else "deny"
 
 
-def _open_store(workspace: Path) -> Any:
-    from .sqlite_store import SQLiteStore
+def _open_store(workspace: Path, *, new_session: bool = False) -> Any:
+    from ._cli_sessions import open_cli_store
 
-    return SQLiteStore(workspace / ".smoke" / "sessions.db")
+    return open_cli_store(workspace, new_session=new_session)
 
 
 def run_impl(task: str, workspace: str, provider: str | None, model: str | None, base_url: str | None,
@@ -366,7 +366,7 @@ def run_impl(task: str, workspace: str, provider: str | None, model: str | None,
     options = dict(settings.options)
     options["auto_approve"] = yes or bool(options.get("auto_approve", False))
     options["max_steps"] = max_steps or int(options.get("max_steps", 50))
-    store = _open_store(ws)
+    store = _open_store(ws, new_session=session is None)
     try:
         agent = create_agent(
             ws, provider=settings.provider, model=settings.model, base_url=settings.base_url, store=store,
