@@ -23,6 +23,7 @@ from ._walk import (
     SECRET_DIR_GLOBS,
     SECRET_NAME_GLOBS,
     SKIP_NAMES,
+    breathe,
     display_name,
     secret_part,
     walk_files,
@@ -483,6 +484,7 @@ def py_grep(
     count = 0
     capped = False
     for rel in walk_files(cwd, start, cancelled=stop, skip_secrets=skip_secrets):
+        breathe()
         path = display_name(os.fsencode(rel))
         if include is not None and not include(path):
             continue

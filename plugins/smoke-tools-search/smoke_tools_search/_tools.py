@@ -18,7 +18,7 @@ from smoke_core.tools import ToolAnnotations, ToolDefinition, ToolPresentation, 
 from . import _engines
 from ._engines import GrepOutcome, sort_key
 from ._glob import MAX_GLOB_CHARS, strip_wildcards
-from ._walk import display_name, secret_part, walk_files
+from ._walk import breathe, display_name, secret_part, walk_files
 
 if TYPE_CHECKING:
     from smoke_core.context import ToolContext
@@ -176,12 +176,13 @@ def scan_glob(
     cancelled: Callable[[], bool],
     cap: int = GLOB_MATCH_CAP,
 ) -> GlobScan:
-    """Match ``names`` one by one (run in a worker thread: every match is
-    bounded, so the event loop keeps its turns), checking the deadline and
-    cancellation every 256 names."""
+    """Match ``names`` one by one in a worker thread (every match is bounded,
+    and :func:`breathe` hands the event loop its turns), checking the
+    deadline and cancellation every 256 names."""
     scan = GlobScan()
     below = len(start) + 1 if start else 0
     for count, path in enumerate(names):
+        breathe()
         if not count & 255:
             if cancelled():
                 raise ToolError("search cancelled", code="tool_cancelled")

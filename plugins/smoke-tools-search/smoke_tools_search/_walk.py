@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,27 @@ SECRET_NAME_GLOBS: tuple[str, ...] = (
 )
 #: Folders that hold keys and cloud credentials (case-sensitive, as in looks_secret).
 SECRET_DIR_GLOBS: tuple[str, ...] = (".ssh", ".aws", ".gnupg", ".kube")
+
+
+#: A worker thread that walks or matches pauses 1 ms after this many seconds of work.
+BREATHE_EVERY = 0.02
+_last_pause = threading.local()
+
+
+def breathe() -> None:
+    """Give other threads (the event loop) a turn: sleep 1 ms once this
+    thread has worked ``BREATHE_EVERY`` seconds since its last pause.
+    A thread that keeps making short system calls (scandir, stat, read)
+    takes the GIL back before a waiting thread wakes, and CPython's switch
+    interval only forces a hand-over from a thread running bytecode; measured
+    without this, the event loop waited up to 0.8 s during a Python-engine glob."""
+    now = time.monotonic()
+    last = getattr(_last_pause, "at", None)
+    if last is None:
+        _last_pause.at = now
+    elif now - last >= BREATHE_EVERY:
+        time.sleep(0.001)
+        _last_pause.at = time.monotonic()
 
 
 def secret_part(rel: str) -> str | None:
@@ -117,6 +140,7 @@ def _walk(
 ) -> Iterator[str]:
     if cancelled():
         return
+    breathe()
     rules = _read_ignore(folder)
     if rules:
         layers = [*layers, IgnoreLayer(rel, rules)]
