@@ -115,11 +115,15 @@ async def _run_rg(
     on_chunk: Callable[[bytes], bool],
     cancelled: asyncio.Event | None,
     deadline: float | None = None,
+    *,
+    in_thread: bool = False,
 ) -> tuple[int, str]:
     """Run rg, feeding raw stdout chunks to ``on_chunk`` until it returns False
     (rg is then killed); an empty chunk marks the end of the output. At the
     ``deadline`` (``time.monotonic()``) rg is killed and ``on_chunk`` is not
-    called again. Returns (exit code, stderr). The process is always reaped."""
+    called again. ``in_thread``: call ``on_chunk`` in a worker thread (its
+    work then never holds the event loop). Returns (exit code, stderr). The
+    process is always reaped."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RIPGREP_")}
     proc = await asyncio.create_subprocess_exec(
         *argv, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
@@ -143,7 +147,7 @@ async def _run_rg(
                 except TimeoutError:
                     stopped = True
                     break
-            if not on_chunk(chunk):
+            if not (await asyncio.to_thread(on_chunk, chunk) if in_thread else on_chunk(chunk)):
                 stopped = True
                 break
             if not chunk:
@@ -351,7 +355,12 @@ async def _rg_grep_once(
             current.lines[n] = text[:-1] if text.endswith("\r") else text
         return True
 
-    code, err = await _run_rg(argv, cwd, take, cancelled)
+    # An include glob rg could not pre-select with (up to 256 alternatives of
+    # any shape) is checked here for every file in rg's output: that work
+    # goes to a worker thread so it never holds the event loop. Otherwise the
+    # chunks (~64 KB each) are parsed inline, which is cheaper than a thread hop.
+    heavy = include is not None and not include_args
+    code, err = await _run_rg(argv, cwd, take, cancelled, in_thread=heavy)
     message = err.strip()
     # exit status 2 with nothing on stderr (--no-messages): no file passed the
     # filters (e.g. an include nothing matches), which is "no matches"

@@ -329,7 +329,10 @@ async def grep_tool(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
         with open(cwd / start, "rb") as fh:
             if b"\x00" in fh.read(8192):
                 raise ToolError(f"{where} is a binary file; grep searches text files only")
-    matcher, include_args = _engines.include_matcher(include, start)
+    # compiling a hostile include (up to 256 alternatives) can take ~0.1 s: not on the event loop
+    matcher, include_args = (
+        await asyncio.to_thread(_engines.include_matcher, include, start) if include else (None, [])
+    )
     engine, rg = _engines.choose_engine()
     if engine == "rg":
         assert rg is not None

@@ -14,6 +14,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -62,9 +63,14 @@ def secret_part(rel: str) -> str | None:
     """The first name in ``rel`` (a path below the search folder) that looks
     like it holds secrets, or None. Both engines skip such files and folders."""
     for part in rel.split("/"):
-        if part and looks_secret(part):
+        if part and _secret_name(part):
             return part
     return None
+
+
+@lru_cache(maxsize=8192)
+def _secret_name(name: str) -> bool:
+    return looks_secret(name)  # folder names repeat on every path below them
 
 
 def display_name(raw: bytes) -> str:
@@ -151,7 +157,7 @@ def _walk(
         return
     for entry in entries:
         name = entry.name
-        if name in SKIP_NAMES or (skip_secrets and looks_secret(name)):
+        if name in SKIP_NAMES or (skip_secrets and _secret_name(name)):
             continue
         try:
             st = entry.stat(follow_symlinks=False)
