@@ -68,6 +68,14 @@ def register_settings(register: Any) -> None:
         ),
     )
     register(
+        "skills",
+        Any,
+        default=None,
+        trusted_only=True,
+        code_only=True,
+        description="Skill objects already loaded (create_agent only); they win on an id clash.",
+    )
+    register(
         "skills_follow_symlinks",
         bool,
         default=False,
@@ -84,15 +92,34 @@ def register_tools(register: Any, options: AgentOptions) -> None:
     from ._loader import discover_skills
     from ._tools import GROUP, build_tools
 
+    trusted = bool(getattr(options, "workspace_trusted", True))
     skills = discover_skills(
         workspace=options.workspace.root,
         skills_dir=options.get("skills_dir"),
         skills=options.get("skills"),
-        workspace_trusted=bool(getattr(options, "workspace_trusted", True)),
+        workspace_trusted=trusted,
+        skills_dir_trusted=trusted or not _set_by_the_workspace(options, "skills_dir"),
         follow_symlinks=options.get("skills_follow_symlinks") is True,
     )
     for definition in build_tools(skills):
         register(definition, group=GROUP)
+
+
+def _set_by_the_workspace(options: AgentOptions, key: str) -> bool:
+    """True when ``key`` came from a settings file inside the workspace (the
+    repository's own ``.smoke/config.yaml``), or when its origin is not known.
+    The person's own settings, flags and code are not the workspace's."""
+    import os
+
+    origins = options.get("settings_origin")
+    origin = origins.get(key) if isinstance(origins, dict) else None
+    if not isinstance(origin, str):
+        return True
+    if origin in ("create_agent", "flag", "default"):
+        return False
+    root = os.path.realpath(options.workspace.root)
+    real = os.path.realpath(origin)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
 @hookimpl

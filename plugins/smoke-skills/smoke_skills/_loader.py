@@ -517,6 +517,7 @@ def discover_skills(
     warnings: list[str] | None = None,
     workspace_trusted: bool = True,
     follow_symlinks: bool = False,
+    skills_dir_trusted: bool | None = None,
 ) -> list[Skill]:
     """The skills an agent gets. ``skills`` (already loaded) come first and
     win on an id clash; folders are searched when ``skills_dir`` is given, or
@@ -525,8 +526,11 @@ def discover_skills(
 
     Skill folders inside the workspace never lead out of it through a
     symlink, unless ``follow_symlinks`` and ``workspace_trusted`` are both
-    true. When the workspace is not trusted, a ``skills_dir`` outside it (a
-    repository's settings may name one) is refused with a warning."""
+    true. A ``skills_dir`` outside the workspace is refused with a warning
+    unless ``skills_dir_trusted`` (default: ``workspace_trusted``) — false when
+    the value came from an untrusted repository's own settings."""
+    if skills_dir_trusted is None:
+        skills_dir_trusted = workspace_trusted
     out: dict[str, Skill] = {}
     if skills is not None:
         for s in skills:
@@ -540,12 +544,13 @@ def discover_skills(
         if skills_dir is not None:
             kept: list[Path] = []
             for d in dirs:
-                if not workspace_trusted and workspace is not None and not _inside(
+                if not skills_dir_trusted and workspace is not None and not _inside(
                     os.path.realpath(d), os.path.realpath(workspace)
                 ):
                     _warn(
-                        f"skills_dir {str(d)!r} is outside the workspace, which is not trusted; no skills "
-                        f"loaded from it (trust the workspace folder, or set skills_dir in your own settings)",
+                        f"skills_dir {str(d)!r} is outside the workspace and was set by the workspace's own "
+                        f"settings, which are not trusted; no skills loaded from it (trust the workspace folder, "
+                        f"or set skills_dir in your own settings)",
                         warnings,
                     )
                     continue

@@ -132,7 +132,7 @@ def test_an_untrusted_workspace_cannot_point_skills_dir_outside(layout: tuple[Pa
         workspace=ws, skills_dir=[str(outside), "my-skills"], workspace_trusted=False, warnings=warnings
     )
     assert [s.id for s in found] == ["mine"] and found[0].trusted is False
-    assert len(warnings) == 1 and "is outside the workspace, which is not trusted" in warnings[0]
+    assert len(warnings) == 1 and "is outside the workspace and was set by the workspace's own settings" in warnings[0]
     trusted = _loader.discover_skills(workspace=ws, skills_dir=[str(outside), "my-skills"])
     assert [s.id for s in trusted] == ["notes", "evil", "mine"]
     assert [s.trusted for s in trusted] == [True, True, False]  # a folder the person chose; one in the repository
@@ -140,6 +140,30 @@ def test_an_untrusted_workspace_cannot_point_skills_dir_outside(layout: tuple[Pa
     agent = create_agent(ws, provider=ScriptedProvider(), autoload_plugins=False, plugins=[smoke_skills],
                          skills_dir=str(outside), trust_workspace=False)
     assert "evil" not in agent.tools["use_skill"].description
+
+
+def test_who_set_skills_dir_decides_in_an_untrusted_workspace(layout: tuple[Path, Path]) -> None:
+    """The person's own settings (or a flag, or code) may point outside; the
+    repository's own .smoke/config.yaml may not."""
+    from smoke_core import AgentOptions, Workspace
+
+    ws, outside = layout
+
+    def ids_when_set_by(origin: str | None) -> list[str]:
+        extra: dict[str, Any] = {"skills_dir": [outside]}
+        if origin is not None:
+            extra["settings_origin"] = {"skills_dir": origin}
+        options = AgentOptions(workspace=Workspace(ws), workspace_trusted=False, extra=extra)
+        found: list[Any] = []
+        smoke_skills.register_tools(register=lambda d, group=None: found.append(d), options=options)
+        use = next(d for d in found if d.name == "use_skill")
+        return [i for i in ("evil", "notes") if i in use.description]
+
+    assert ids_when_set_by(str(ws.parent / "home" / ".config" / "smoke" / "config.yaml")) == ["evil", "notes"]
+    assert ids_when_set_by("flag") == ["evil", "notes"]
+    assert ids_when_set_by("create_agent") == ["evil", "notes"]
+    assert ids_when_set_by(str(ws / ".smoke" / "config.yaml")) == []
+    assert ids_when_set_by(None) == []  # origin unknown: treated as the repository's
 
 
 def test_a_trusted_skill_never_opens_a_folder_as_broad_as_the_workspace_parent(
@@ -185,7 +209,8 @@ def test_register_settings_declares_validated_keys() -> None:
         declared[key] = (type_, kw)
 
     smoke_skills.register_settings(register=register)
-    assert set(declared) == {"skills_dir", "skills_follow_symlinks"}
+    assert set(declared) == {"skills_dir", "skills", "skills_follow_symlinks"}
+    assert declared["skills"][1]["code_only"] is True
     dir_type, dir_kw = declared["skills_dir"]
     assert dir_kw["trusted_only"] is False and dir_kw["default"] is None and dir_kw["description"]
     assert TypeAdapter(dir_type).validate_python(".claude/skills") == Path(".claude/skills")
