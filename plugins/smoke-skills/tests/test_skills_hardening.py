@@ -137,10 +137,6 @@ def test_an_untrusted_workspace_cannot_point_skills_dir_outside(layout: tuple[Pa
     assert [s.id for s in trusted] == ["notes", "evil", "mine"]
     assert [s.trusted for s in trusted] == [True, True, False]  # a folder the person chose; one in the repository
 
-    agent = create_agent(ws, provider=ScriptedProvider(), autoload_plugins=False, plugins=[smoke_skills],
-                         skills_dir=str(outside), trust_workspace=False)
-    assert "evil" not in agent.tools["use_skill"].description
-
 
 def test_who_set_skills_dir_decides_in_an_untrusted_workspace(layout: tuple[Path, Path]) -> None:
     """The person's own settings (or a flag, or code) may point outside; the
