@@ -161,7 +161,8 @@ class GlobScan:
     secret-looking, and whether the match cap or the time budget stopped it."""
 
     paths: list[str] = field(default_factory=list)
-    secrets: list[str] = field(default_factory=list)
+    secrets: list[str] = field(default_factory=list)  # the first few, as examples
+    secret_count: int = 0
     capped: bool = False
     timed_out: bool = False
 
@@ -192,7 +193,9 @@ def scan_glob(
         if not matcher(path):
             continue
         if skip_secrets and secret_part(path[below:]) is not None:
-            scan.secrets.append(path)
+            scan.secret_count += 1
+            if len(scan.secrets) < 3:
+                scan.secrets.append(path)
             continue
         scan.paths.append(path)
         if len(scan.paths) >= cap:
@@ -212,14 +215,14 @@ def format_glob(
             f"[stopped after {GLOB_TIME_BUDGET:g} s (the time budget); the list is partial: "
             f"use a narrower path or pattern]"
         )
-    if scan.secrets:
-        shown_names = ", ".join(sorted(scan.secrets, key=sort_key)[:3]) + (", ..." if len(scan.secrets) > 3 else "")
+    if scan.secret_count:
+        shown_names = ", ".join(scan.secrets) + (", ..." if scan.secret_count > len(scan.secrets) else "")
         notes.append(
-            f"[{len(scan.secrets)} secret-looking file(s) not listed ({shown_names}); name them in the pattern "
+            f"[{scan.secret_count} secret-looking file(s) not listed ({shown_names}); name them in the pattern "
             f"or path to list them]"
         )
     data: dict[str, Any] = {"total": len(found), "shown": 0, "capped": scan.capped, "timed_out": scan.timed_out,
-                            "secrets_hidden": len(scan.secrets)}
+                            "secrets_hidden": scan.secret_count}
     if not found:
         return "\n".join([f"No files match {pattern!r} in {where}.", *notes]), data
     shown = found[:limit]
