@@ -435,10 +435,10 @@ def _fail(message: str) -> None:
     sys.exit(EXIT_USAGE)
 
 
-def _open_store(workspace: Path) -> Any:
-    from .sqlite_store import SQLiteStore
+def _open_store(workspace: Path, *, new_session: bool = False) -> Any:
+    from ._cli_sessions import open_cli_store
 
-    return SQLiteStore(workspace / ".smoke" / "sessions.db")
+    return open_cli_store(workspace, new_session=new_session)
 
 
 def run_impl(task: str, workspace: str, provider: str | None, model: str | None, base_url: str | None,
@@ -476,7 +476,7 @@ def run_impl(task: str, workspace: str, provider: str | None, model: str | None,
         _fail(f"{exc}\n  To try Smoke without a key, run: smoke demo")
     except ConfigError as exc:
         _fail(str(exc))
-    store = _open_store(ws)
+    store = _open_store(ws, new_session=session is None)
     try:
         agent = create_agent(
             ws, provider=chosen, model=chosen_model, base_url=chosen_url, store=store,

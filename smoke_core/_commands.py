@@ -59,6 +59,21 @@ def sessions_show(workspace: Path, session_id: str) -> None:
     sessions_show_impl(workspace, session_id)
 
 
+@sessions_group.command("doctor")
+@click.option("--from", "source", default=None, type=click.Path(dir_okay=False),
+              help="A damaged database file to copy readable sessions from (default: check .smoke/sessions.db).")
+@click.option("--workspace", "-w", "workspace_option", default=None, type=click.Path(exists=True, file_okay=False),
+              help="Workspace folder (default: the current directory).")
+@click.pass_obj
+def sessions_doctor(workspace: Path, source: str | None, workspace_option: str | None) -> None:
+    """Check .smoke/sessions.db; if it is damaged, keep it aside and copy the
+    sessions that can still be read into a fresh one. Run it while no Smoke
+    process uses the workspace."""
+    from ._cli_sessions import doctor_impl
+
+    doctor_impl(Path(workspace_option).resolve() if workspace_option else workspace, source)
+
+
 @click.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def plugins_command(as_json: bool) -> None:

@@ -99,6 +99,20 @@ def http_error(
     )
 
 
+def redirect_error(status: int, headers: Mapping[str, str], *, provider: str, url: str) -> AgentError:
+    """A 3xx answer to a model call: reported as a redirect (with where it
+    points), never parsed as a body. Not followed: the request carries the
+    key and the conversation, and the base URL is the person's to change."""
+    location = headers.get("location") or "(no Location header)"
+    return AgentError.from_code(
+        "provider_error",
+        f"{provider} answered {url} with a redirect (HTTP {status}) to {location}; Smoke does not follow "
+        f"redirects for model calls",
+        hint="If the new address is the right endpoint, use it as the base URL.",
+        details={"status": status, "provider": provider, "url": url, "location": location},
+    )
+
+
 def in_band_error(err: Any, *, provider: str, env_var: str | None) -> AgentError:
     """An ``{"error": {...}}`` object that arrived inside a 200 stream."""
     if not isinstance(err, dict):

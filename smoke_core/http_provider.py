@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from .errors import AgentError
-from .http_errors import http_error, transport_error
+from .http_errors import http_error, redirect_error, transport_error
 from .providers import ApiKey, ModelRequest, ProviderEvent, resolve_api_key
 
 if TYPE_CHECKING:
@@ -192,6 +192,8 @@ class HTTPProvider:
         phase = "request"
         try:
             async with client.stream("POST", self.url, content=content, headers=headers, timeout=timeout) as response:
+                if 300 <= response.status_code < 400:
+                    raise redirect_error(response.status_code, response.headers, provider=self.name, url=self.url)
                 if response.status_code >= 400:
                     raw = await response.aread()
                     raise http_error(

@@ -3,11 +3,46 @@
 from __future__ import annotations
 
 import copy
+import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from .messages import Message
+
+
+class StoreError(Exception):
+    """A session store cannot do its job; the message says what to do."""
+
+
+class StoreCorruptError(StoreError):
+    """The session database is damaged (not a database, truncated, malformed).
+
+    ``path`` is the file, ``detail`` what the database engine said. The
+    message names the file and the two ways out: move it aside, or salvage
+    what can still be read with ``smoke sessions doctor``."""
+
+    def __init__(self, path: str | os.PathLike[str], detail: str) -> None:
+        self.path = Path(path)
+        self.detail = detail
+        super().__init__(
+            f"the session database {self.path} cannot be read ({detail}). Move it aside "
+            f"(for example `mv {self.path} {self.path}.broken`) and Smoke starts a fresh one, or "
+            f"{salvage_hint(self.path)} to copy the sessions that can still be read into a fresh file "
+            f"(the damaged file is kept)."
+        )
+
+
+def salvage_hint(db: Path, source: Path | None = None) -> str:
+    """How to copy the readable sessions of a damaged ``db`` (or of the
+    damaged copy ``source``) into a healthy file: ``run `smoke sessions doctor ...```
+    for a workspace's ``.smoke/sessions.db``, else the Python call."""
+    if db.name == "sessions.db" and db.parent.name == ".smoke":
+        return f"run `smoke sessions doctor -w {db.parent.parent}" + (f" --from {source}`" if source else "`")
+    if source is not None:
+        return f"call `smoke_core.sqlite_store.salvage_sessions({str(source)!r}, {str(db)!r})`"
+    return f"call `smoke_core.sqlite_store.salvage_sessions({str(db)!r}, 'new.db')`"
 
 
 @dataclass(slots=True)

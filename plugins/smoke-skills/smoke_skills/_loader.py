@@ -37,6 +37,13 @@ _NOT_SKILLS = frozenset(
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", ".hg", ".svn"})
 _MAX_SUPPORTING_FILES = 200
 
+#: How deep below a skills folder a ``SKILL.md`` is looked for (``<dir>/<skill>/SKILL.md`` is 1).
+MAX_SKILL_DEPTH = 4
+#: Folders visited at most per skills folder (and per skill's supporting files).
+MAX_DIRS_SCANNED = 2000
+#: Skills loaded at most from one skills folder.
+MAX_SKILLS_PER_DIR = 500
+
 
 @dataclass(slots=True)
 class Skill:
@@ -63,6 +70,9 @@ class Skill:
     user_invocable: bool = True
     disable_model_invocation: bool = False
     argument_hint: str | None = None
+    #: False for a skill found in the workspace (a repository's text): its
+    #: folder is not opened for reading beyond the workspace.
+    trusted: bool = True
 
     @property
     def model_invocable(self) -> bool:
@@ -75,8 +85,14 @@ class Skill:
         if self.folder is None or not self.folder.is_dir():
             return []
         out: list[str] = []
+        visited = 0
         for root, dirs, files in os.walk(self.folder):
-            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+            visited += 1
+            depth = len(Path(root).relative_to(self.folder).parts)
+            if visited >= MAX_DIRS_SCANNED or depth >= MAX_SKILL_DEPTH:
+                dirs[:] = []
+            else:
+                dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
             for name in sorted(files):
                 full = Path(root) / name
                 if full == self.path:
@@ -100,6 +116,7 @@ class Skill:
             "user_invocable": self.user_invocable,
             "disable_model_invocation": self.disable_model_invocation,
             "argument_hint": self.argument_hint,
+            "trusted": self.trusted,
         }
 
 
@@ -308,21 +325,49 @@ def _tool_list(value: Any) -> list[str]:
 # ---------------------------------------------------------------- discovery
 
 
-def find_skill_files(directory: str | os.PathLike[str]) -> list[Path]:
+def find_skill_files(
+    directory: str | os.PathLike[str],
+    *,
+    confine_to: str | os.PathLike[str] | None = None,
+    warnings: list[str] | None = None,
+) -> list[Path]:
     """Skill files under ``directory``, in the order they take precedence:
     ``<dir>/<skill>.md`` files first, then ``SKILL.md`` files found
     recursively (dot-folders such as ``.curated`` included), shallower before
     deeper, then by path. A folder holding a ``SKILL.md`` is not searched
     further (its other files are the skill's supporting files); when
-    ``directory`` itself holds a ``SKILL.md`` it is that one skill."""
+    ``directory`` itself holds a ``SKILL.md`` it is that one skill.
+
+    The search is bounded: :data:`MAX_SKILL_DEPTH` folders deep,
+    :data:`MAX_DIRS_SCANNED` folders and :data:`MAX_SKILLS_PER_DIR` skills
+    (a warning says when a bound cut it short). Symlinks are followed, except,
+    with ``confine_to``, those that lead outside that folder: a skill file or
+    folder whose real path is not inside it is skipped with a warning."""
     root = Path(directory)
     if not root.is_dir():
+        return []
+    fence = Path(os.path.realpath(confine_to)) if confine_to is not None else None
+
+    def allowed(path: Path) -> bool:
+        if fence is None:
+            return True
+        real = os.path.realpath(path)
+        if _inside(real, fence):
+            return True
+        _warn(
+            f"skipped {path}: it is a symlink to {real}, outside the workspace {fence} "
+            f"(skills found in the workspace do not follow links out of it)",
+            warnings,
+        )
+        return False
+
+    if not allowed(root):
         return []
     own = next(
         (p for p in sorted(root.glob("*")) if p.name.lower() == "skill.md" and p.is_file()), None
     )
     if own is not None:
-        return [own]  # the folder given is itself one skill
+        return [own] if allowed(own) else []  # the folder given is itself one skill
     flat: list[Path] = []
     nested: list[Path] = []
     try:
@@ -334,9 +379,12 @@ def find_skill_files(directory: str | os.PathLike[str]) -> list[Path]:
             entry.suffix.lower() == ".md"
             and entry.is_file()
             and entry.name.lower() not in _NOT_SKILLS
+            and allowed(entry)
         ):
             flat.append(entry)
     seen: set[str] = set()
+    visited = 0
+    cut: str | None = None
     for current, dirs, files in os.walk(root, followlinks=True):
         real = os.path.realpath(current)
         if real in seen:  # symlink loop
@@ -344,30 +392,51 @@ def find_skill_files(directory: str | os.PathLike[str]) -> list[Path]:
             continue
         seen.add(real)
         here = Path(current)
+        visited += 1
         if here != root:
             marker = next((f for f in sorted(files) if f.lower() == "skill.md"), None)
             if marker is not None:
-                nested.append(here / marker)
+                if allowed(here / marker):
+                    nested.append(here / marker)
                 dirs[:] = []
+                if len(flat) + len(nested) >= MAX_SKILLS_PER_DIR:
+                    cut = f"after {MAX_SKILLS_PER_DIR} skills"
+                    break
                 continue
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        if visited >= MAX_DIRS_SCANNED:
+            cut = f"after {MAX_DIRS_SCANNED} folders"
+            break
+        if len(here.relative_to(root).parts) >= MAX_SKILL_DEPTH:
+            dirs[:] = []
+            continue
+        # a link out of the fence is dropped before os.walk lists what it points at
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and allowed(here / d))
+    if cut is not None:
+        _warn(f"stopped looking for skills in {root} {cut}; skills beyond that were not loaded", warnings)
     nested.sort(key=lambda p: (len(p.relative_to(root).parts), p.as_posix()))
-    return flat + nested
+    return (flat + nested)[:MAX_SKILLS_PER_DIR]
 
 
 def load_skills_from_dirs(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
     warnings: list[str] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
+    follow_symlinks: bool = False,
 ) -> list[Skill]:
     """Load every skill under ``paths`` (searched in order; the first skill
     with a given id wins). A file that cannot be used is skipped: the reason
     is logged on ``smoke.skills`` and appended to ``warnings`` when given.
-    A missing folder is skipped silently. Never raises for bad skill files."""
+    A missing folder is skipped silently. Never raises for bad skill files.
+
+    With ``workspace``, a folder inside it is a repository's: its symlinks
+    are not followed out of the workspace (unless ``follow_symlinks``) and
+    its skills are marked ``trusted=False``."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     found: dict[str, Skill] = {}
     seen_dirs: set[Path] = set()
+    ws = Path(os.path.abspath(workspace)) if workspace is not None else None
     for entry in paths:
         directory = Path(entry).expanduser()
         try:
@@ -377,7 +446,9 @@ def load_skills_from_dirs(
         if key in seen_dirs:
             continue
         seen_dirs.add(key)
-        for file in find_skill_files(directory):
+        in_workspace = ws is not None and _inside(os.path.abspath(directory), ws)
+        confine = ws if in_workspace and not follow_symlinks else None
+        for file in find_skill_files(directory, confine_to=confine, warnings=warnings):
             try:
                 skill = parse_skill_file(file, source_dir=directory)
             except SkillParseError as exc:
@@ -386,8 +457,14 @@ def load_skills_from_dirs(
             if skill.id in found:
                 log.debug("skill %s in %s is shadowed by %s", skill.id, file, found[skill.id].path)
                 continue
+            skill.trusted = not in_workspace or follow_symlinks
             found[skill.id] = skill
     return list(found.values())
+
+
+def _inside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> bool:
+    p, r = os.fspath(path), os.fspath(root).rstrip(os.sep)
+    return p == r or p.startswith(r + os.sep)
 
 
 def default_skill_dirs(
@@ -438,11 +515,22 @@ def discover_skills(
     skills_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
     skills: Iterable[Skill] | None = None,
     warnings: list[str] | None = None,
+    workspace_trusted: bool = True,
+    follow_symlinks: bool = False,
+    skills_dir_trusted: bool | None = None,
 ) -> list[Skill]:
     """The skills an agent gets. ``skills`` (already loaded) come first and
     win on an id clash; folders are searched when ``skills_dir`` is given, or
     when ``skills`` is not given (the defaults). A ``skills_dir`` that does
-    not exist is reported as a warning."""
+    not exist is reported as a warning.
+
+    Skill folders inside the workspace never lead out of it through a
+    symlink, unless ``follow_symlinks`` and ``workspace_trusted`` are both
+    true. A ``skills_dir`` outside the workspace is refused with a warning
+    unless ``skills_dir_trusted`` (default: ``workspace_trusted``) — false when
+    the value came from an untrusted repository's own settings."""
+    if skills_dir_trusted is None:
+        skills_dir_trusted = workspace_trusted
     out: dict[str, Skill] = {}
     if skills is not None:
         for s in skills:
@@ -454,12 +542,29 @@ def discover_skills(
     if skills_dir is not None or skills is None:
         dirs = resolve_skill_dirs(skills_dir, workspace)
         if skills_dir is not None:
+            kept: list[Path] = []
             for d in dirs:
+                if not skills_dir_trusted and workspace is not None and not _inside(
+                    os.path.realpath(d), os.path.realpath(workspace)
+                ):
+                    _warn(
+                        f"skills_dir {str(d)!r} is outside the workspace and was set by the workspace's own "
+                        f"settings, which are not trusted; no skills loaded from it (trust the workspace folder, "
+                        f"or set skills_dir in your own settings)",
+                        warnings,
+                    )
+                    continue
                 if not d.is_dir():
                     _warn(
                         f"skills_dir {str(d)!r} is not a folder; no skills loaded from it", warnings
                     )
-        for s in load_skills_from_dirs(dirs, warnings=warnings):
+                kept.append(d)
+            dirs = kept
+        loaded = load_skills_from_dirs(
+            dirs, warnings=warnings, workspace=workspace,
+            follow_symlinks=follow_symlinks and workspace_trusted,
+        )
+        for s in loaded:
             out.setdefault(s.id, s)
     return list(out.values())
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import difflib
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._loader import Skill, slugify
@@ -57,6 +59,40 @@ def _closest(wanted: str, ids: list[str]) -> list[str]:
         if i not in close and key and (key in i or i in key):
             close.append(i)
     return close
+
+
+def _open_for_reading(ctx: ToolContext, skill: Skill, target: Path) -> str | None:
+    """Let the file tools read ``target`` (the skill's folder or file); None
+    when that is done or not needed (it is inside the workspace), else the
+    reason it was not opened. Only a skill from a trusted location (the
+    person's own folders or settings, or code) opens a folder outside the
+    workspace, and never one as broad as ``/``, the home folder or a folder
+    holding the workspace."""
+    real = Path(os.path.realpath(target))
+    root = ctx.workspace.root
+    if real == root or root in real.parents:
+        return None
+    if not skill.trusted:
+        return (
+            f"The skill's folder {target} is outside the workspace and comes from an untrusted location; "
+            f"its supporting files are not readable."
+        )
+    home = Path(os.path.realpath(Path.home())) if _has_home() else None
+    if real == Path(real.anchor) or real in root.parents or (home is not None and (real == home or real in home.parents)):
+        return (
+            f"The skill's folder {target} is too broad to open for reading (it is /, your home folder or "
+            f"holds the workspace); move the skill into a folder of its own to use its supporting files."
+        )
+    ctx.workspace.allow_read(real)
+    return None
+
+
+def _has_home() -> bool:
+    try:
+        Path.home()
+    except RuntimeError:
+        return False
+    return True
 
 
 def build_tools(skills: list[Skill]) -> list[ToolDefinition]:
@@ -119,18 +155,21 @@ def build_tools(skills: list[Skill]) -> list[ToolDefinition]:
             )
         files: list[str] = []
         if skill.folder is not None:
-            ctx.workspace.allow_read(skill.folder)
-            files = skill.supporting_files()
-            lines.append(f"Skill folder (read-only): {skill.folder}")
-            if files:
-                lines.append(
-                    "Supporting files (read them by absolute path when the instructions refer to them):"
-                )
-                lines.extend(f"- {skill.folder / f}" for f in files)
+            refusal = _open_for_reading(ctx, skill, skill.folder)
+            if refusal:
+                lines.append(refusal)
             else:
-                lines.append("The skill has no supporting files.")
+                files = skill.supporting_files()
+                lines.append(f"Skill folder (read-only): {skill.folder}")
+                if files:
+                    lines.append(
+                        "Supporting files (read them by absolute path when the instructions refer to them):"
+                    )
+                    lines.extend(f"- {skill.folder / f}" for f in files)
+                else:
+                    lines.append("The skill has no supporting files.")
         else:
-            ctx.workspace.allow_read(skill.path)
+            _open_for_reading(ctx, skill, skill.path)
             lines.append(f"The skill is a single file ({skill.path}); it has no supporting files.")
         if skill.allowed_tools:
             lines.append(f"Tools the skill expects: {', '.join(skill.allowed_tools)}")

@@ -5,13 +5,14 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+import secrets
 import stat
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from smoke_core.errors import ToolError
+from smoke_core.workspace import WorkspacePath, WorkspaceRaceError
 
 if TYPE_CHECKING:
     from smoke_core.context import ToolContext
@@ -127,11 +128,26 @@ def looks_binary(head: bytes) -> bool:
     return b"\x00" in head
 
 
+def pinned(
+    ctx: ToolContext, path: Path, *, write: bool, make_parents: bool = False, follow_leaf: bool = True
+) -> WorkspacePath:
+    """``path`` (already resolved) pinned by its folder's descriptor: what is
+    read or written through it is inside the workspace even if a folder on
+    the way is swapped for a symlink meanwhile (see ``Workspace.open_path``)."""
+    return ctx.workspace.open_path(str(path), write=write, make_parents=make_parents, follow_leaf=follow_leaf)
+
+
+def read_bytes(ctx: ToolContext, path: Path) -> bytes:
+    """The bytes of a regular file, opened race-free inside the workspace (or a read-only folder)."""
+    with pinned(ctx, path, write=False) as wp:
+        return wp.read_bytes()
+
+
 def read_text(ctx: ToolContext, raw: str, path: Path) -> tuple[str, bytes]:
     """Text of a file for editing: UTF-8, undecodable bytes kept as surrogate
     escapes so writing back preserves them. Binary files are refused."""
     require_file(ctx, raw, path)
-    data = path.read_bytes()
+    data = read_bytes(ctx, path)
     if looks_binary(data[:8192]):
         raise ToolError(f"{raw!r} is a binary file; the filesystem tools edit text files only")
     return data.decode("utf-8", "surrogateescape"), data
@@ -145,39 +161,64 @@ def encode_text(text: str) -> bytes:
 
 
 def atomic_write(
+    ctx: ToolContext,
     path: Path,
     data: bytes,
     *,
     progress: Callable[[int, int], None] | None = None,
+    make_parents: bool = False,
     chunk: int = 1 << 20,
 ) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same folder and
-    ``os.replace``: readers see the old or the new file, never half of one.
-    An existing file's mode is kept; a new file gets the umask default."""
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:40]}.", suffix=".smoke-tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            total = len(data)
-            for start in range(0, max(total, 1), chunk):
-                fh.write(data[start : start + chunk])
-                if progress is not None:
-                    progress(min(start + chunk, total), total)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
+    """Write ``data`` to ``path`` via a temp file in the same folder and a
+    rename: readers see the old or the new file, never half of one. The
+    folder is pinned by its descriptor, so the temp file is created
+    (``O_EXCL | O_NOFOLLOW``) and renamed inside the workspace whatever
+    happens to the names on the way. An existing file's mode is kept; a new
+    file gets the umask default. ``make_parents`` creates missing folders."""
+    with pinned(ctx, path, write=True, make_parents=make_parents) as wp:
+        st = wp.lstat()
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            raise WorkspaceRaceError(
+                f"{path} was replaced by a symlink while it was being written; nothing was written. Try again"
+            )
+        if st is not None:
+            mode = stat.S_IMODE(st.st_mode)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        tmp = f".{wp.name[:40]}.{secrets.token_hex(6)}.smoke-tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                     dir_fd=wp.dir_fd)
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+            with os.fdopen(fd, "wb") as fh:
+                total = len(data)
+                for start in range(0, max(total, 1), chunk):
+                    fh.write(data[start : start + chunk])
+                    if progress is not None:
+                        progress(min(start + chunk, total), total)
+                fh.flush()
+                os.fchmod(fh.fileno(), mode)
+                os.fsync(fh.fileno())
+            os.replace(tmp, wp.name, src_dir_fd=wp.dir_fd, dst_dir_fd=wp.dir_fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=wp.dir_fd)
+            except OSError:
+                pass
+            raise
+
+
+def unlink(ctx: ToolContext, path: Path) -> None:
+    """Delete the file or symlink at ``path`` itself (a link is not followed)."""
+    with pinned(ctx, path, write=True, follow_leaf=False) as wp:
+        os.unlink(wp.name, dir_fd=wp.dir_fd)
+
+
+def remove_folder(ctx: ToolContext, path: Path) -> None:
+    """Remove the empty folder at ``path`` (a link there is not followed)."""
+    with pinned(ctx, path, write=True, follow_leaf=False) as wp:
+        os.rmdir(wp.name, dir_fd=wp.dir_fd)
 
 
 def unified_diff(old: str, new: str, name: str) -> str:

@@ -4,7 +4,6 @@ files or none."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,9 +20,12 @@ from ._files import (
     encode_text,
     not_found,
     os_errors_as_tool_errors,
+    read_bytes,
+    remove_folder,
     resolve_path,
     safe_text,
     unified_diff,
+    unlink,
 )
 
 if TYPE_CHECKING:
@@ -461,7 +463,7 @@ def _load(ctx: ToolContext, raw: str, path: Path, state: dict[Path, bytes | None
         return None
     if not path.is_file():
         raise PatchError(f"{raw!r} is a directory or special file, not a text file")
-    return path.read_bytes()
+    return read_bytes(ctx, path)
 
 
 def _decode(data: bytes, raw: str) -> str:
@@ -529,37 +531,37 @@ def plan_patch(ctx: ToolContext, patches: list[FilePatch]) -> list[_Change]:
     return changes
 
 
-def write_changes(changes: list[_Change]) -> None:
-    """Write every change; if one fails, put back the ones already written."""
+def write_changes(ctx: ToolContext, changes: list[_Change]) -> None:
+    """Write every change; if one fails, put back the ones already written.
+    Every write and delete is pinned inside the workspace (see ``atomic_write``)."""
     done: list[_Change] = []
     made_dirs: list[Path] = []
     try:
         for change in changes:
             if change.after is None:
-                os.unlink(change.path)
+                unlink(ctx, change.path)
             else:
                 missing: list[Path] = []
                 parent = change.path.parent
                 while not parent.exists():
                     missing.append(parent)
                     parent = parent.parent
-                change.path.parent.mkdir(parents=True, exist_ok=True)
                 made_dirs.extend(reversed(missing))
-                atomic_write(change.path, change.after)
+                atomic_write(ctx, change.path, change.after, make_parents=True)
             done.append(change)
     except BaseException:
         for change in reversed(done):
             try:
                 if change.before is None:
-                    os.unlink(change.path)
+                    unlink(ctx, change.path)
                 else:
-                    atomic_write(change.path, change.before)
-            except OSError:
+                    atomic_write(ctx, change.path, change.before, make_parents=True)
+            except (OSError, ToolError):
                 pass
         for folder in reversed(made_dirs):
             try:
-                folder.rmdir()
-            except OSError:
+                remove_folder(ctx, folder)
+            except (OSError, ToolError):
                 pass
         raise
 
@@ -577,7 +579,7 @@ def apply_patch(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if not changes:
         return ToolResult.text("patch applied with no changes (every file already had this content)",
                                data={"paths": [], "files": [], "diff": ""})
-    write_changes(changes)
+    write_changes(ctx, changes)
     summary: list[str] = []
     for c in changes:
         added, removed = diff_stats(c.diff)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from smoke_core.errors import ToolError
 from smoke_core.tools import ToolResult
 
-from ._files import display, looks_binary, not_found, os_errors_as_tool_errors, resolve_path
+from ._files import display, looks_binary, not_found, os_errors_as_tool_errors, pinned, resolve_path
 
 if TYPE_CHECKING:
     from smoke_core.context import ToolContext
@@ -72,7 +72,11 @@ def read_file(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
         end = start + DEFAULT_WINDOW - 1
         window_capped = True
 
-    with open(path, "rb") as fh:
+    with pinned(ctx, path, write=False) as wp:
+        fd = wp.open(os.O_RDONLY | os.O_NONBLOCK)  # no symlink followed, a FIFO does not block
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise ToolError(f"{raw!r} is not a regular file (device, socket or pipe); read_file reads files only")
         head = fh.read(8192)
         mime = IMAGE_TYPES.get(path.suffix.lower()) and _image_mime(head, path.suffix.lower())
         if mime:
@@ -178,22 +182,31 @@ def list_directory(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raise ToolError(f"limit must be 1 or more, got {limit}")
     limit = min(limit, MAX_LIST_LIMIT)
     entries: list[tuple[str, str]] = []
-    with os.scandir(path) as it:
-        for entry in it:
-            name = entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                entries.append((name, f"{name}  (unreadable)"))
-                continue
-            if stat.S_ISLNK(st.st_mode):
-                entries.append((name, f"{name}@  (symlink)"))
-            elif stat.S_ISDIR(st.st_mode):
-                entries.append((name, f"{name}/"))
-            elif stat.S_ISREG(st.st_mode):
-                entries.append((name, f"{name}  ({_size(st.st_size)})"))
-            else:
-                entries.append((name, f"{name}  (special file)"))
+    with pinned(ctx, path, write=False) as wp:
+        fd = wp.open(os.O_RDONLY | os.O_DIRECTORY)
+    # the harness's own folder is left out of the root listing (list it by path)
+    hide = {".smoke"} if path == ctx.workspace.root else set()
+    try:
+        with os.scandir(fd) as it:  # (entries stat relative to fd: keep it open meanwhile)
+            for entry in it:
+                if entry.name in hide:
+                    continue
+                name = entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    entries.append((name, f"{name}  (unreadable)"))
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    entries.append((name, f"{name}@  (symlink)"))
+                elif stat.S_ISDIR(st.st_mode):
+                    entries.append((name, f"{name}/"))
+                elif stat.S_ISREG(st.st_mode):
+                    entries.append((name, f"{name}  ({_size(st.st_size)})"))
+                else:
+                    entries.append((name, f"{name}  (special file)"))
+    finally:
+        os.close(fd)
     entries.sort(key=lambda e: e[0])
     total = len(entries)
     shown = entries[offset : offset + limit]

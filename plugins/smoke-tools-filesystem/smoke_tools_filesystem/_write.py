@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,8 @@ from ._files import (
     encode_text,
     not_found,
     os_errors_as_tool_errors,
+    pinned,
+    read_bytes,
     read_text,
     resolve_path,
     safe_text,
@@ -54,15 +57,13 @@ def _writable_target(ctx: ToolContext, raw: str, path: Path) -> None:
         raise ToolError(f"{raw!r} is not a regular file (device, socket or pipe); it cannot be written")
 
 
-def _make_parents(ctx: ToolContext, path: Path) -> None:
+def _check_parents(ctx: ToolContext, path: Path) -> None:
+    """A clear error when a folder on the way is a file (the write creates missing ones)."""
     parent = path.parent
-    if parent.exists():
-        if not parent.is_dir():
-            raise ToolError(f"cannot create {display(ctx, path)}: {display(ctx, parent)} is a file, not a folder")
-        return
-    parent.mkdir(parents=True, exist_ok=True)
-    # re-check: a folder created through a racing symlink must still be inside
-    resolve_path(ctx, str(parent), write=True)
+    while parent != ctx.workspace.root and not parent.exists():
+        parent = parent.parent
+    if parent.exists() and not parent.is_dir():
+        raise ToolError(f"cannot create {display(ctx, path)}: {display(ctx, parent)} is a file, not a folder")
 
 
 @os_errors_as_tool_errors
@@ -75,20 +76,20 @@ def write_file(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
     old = ""
     existed = path.exists()
     if existed:
-        old_bytes = path.read_bytes()
+        old_bytes = read_bytes(ctx, path)
         if old_bytes == data:
             name = display(ctx, path)
             return ToolResult.text(f"{name} already has this content; nothing written",
                                    data={"path": name, "diff": "", "unchanged": True})
         old = "" if b"\x00" in old_bytes[:8192] else old_bytes.decode("utf-8", "surrogateescape")
-    _make_parents(ctx, path)
+    _check_parents(ctx, path)
     name = display(ctx, path)
     progress = None
     if len(data) > PROGRESS_BYTES:
         def progress(done: int, total: int) -> None:
             ctx.emit_progress(f"writing {name}: {done}/{total} bytes", progress=done, total=total)
         ctx.emit_progress(f"writing {name} ({len(data)} bytes)", progress=0, total=len(data))
-    atomic_write(path, data, progress=progress)
+    atomic_write(ctx, path, data, progress=progress, make_parents=True)
     verb = "Overwrote" if existed else "Created"
     result = _mutated(verb, name, old, content, created=not existed, bytes=len(data))
     return result
@@ -130,8 +131,8 @@ def edit_file(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if old_string == "":
         if not path.exists():
             _writable_target(ctx, raw, path)
-            _make_parents(ctx, path)
-            atomic_write(path, encode_text(new_string))
+            _check_parents(ctx, path)
+            atomic_write(ctx, path, encode_text(new_string), make_parents=True)
             name = display(ctx, path)
             return _mutated("Created", name, "", new_string, created=True)
         raise ToolError(
@@ -176,7 +177,7 @@ def edit_file(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
             f"surrounding lines to make it unique, or set replace_all=true to replace every occurrence"
         )
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    atomic_write(path, encode_text(updated))
+    atomic_write(ctx, path, encode_text(updated))
     result = _mutated("Edited", name, text, updated, replacements=count if replace_all else 1)
     if replace_all and count > 1:
         result.content[0]["text"] += f"; {count} occurrences replaced"
@@ -223,7 +224,7 @@ def replace_lines(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if updated == text:
         return ToolResult.text(f"{name} already has this content; nothing changed",
                                data={"path": name, "diff": "", "unchanged": True})
-    atomic_write(path, encode_text(updated))
+    atomic_write(ctx, path, encode_text(updated))
     return _mutated("Replaced lines in", name, text, updated, start_line=start, end_line=end)
 
 
@@ -239,10 +240,13 @@ def delete_file(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
             parent = resolve_path(ctx, parent_raw or ".", write=True)
             link = parent / leaf
             if link.is_symlink():
-                os.unlink(link)
-                name = display(ctx, link)
-                return ToolResult.text(f"Deleted symlink {name} (its target was left alone)",
-                                       data={"path": name, "diff": "", "symlink": True})
+                with pinned(ctx, link, write=True, follow_leaf=False) as wp:
+                    st = wp.lstat()
+                    if st is not None and stat.S_ISLNK(st.st_mode):
+                        os.unlink(wp.name, dir_fd=wp.dir_fd)
+                        name = display(ctx, link)
+                        return ToolResult.text(f"Deleted symlink {name} (its target was left alone)",
+                                               data={"path": name, "diff": "", "symlink": True})
     path = resolve_path(ctx, raw, write=True)
     if path == root:
         raise ToolError("refusing to delete the workspace root; give the path of a file")
@@ -252,9 +256,10 @@ def delete_file(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raise ToolError(f"{raw!r} is a directory; delete_file deletes single files only")
     if not path.is_file():
         raise ToolError(f"{raw!r} is not a regular file; delete_file deletes regular files only")
-    data = path.read_bytes()
-    old = "" if b"\x00" in data[:8192] else data.decode("utf-8", "surrogateescape")
-    name = display(ctx, path)
-    os.unlink(path)
+    with pinned(ctx, path, write=True) as wp:
+        data = wp.read_bytes()  # refuses a symlink swapped in at the name
+        old = "" if b"\x00" in data[:8192] else data.decode("utf-8", "surrogateescape")
+        name = display(ctx, path)
+        os.unlink(wp.name, dir_fd=wp.dir_fd)
     diff = unified_diff(old, "", name)
     return ToolResult.text(f"Deleted {name} ({len(data)} bytes)", data={"path": name, "diff": diff, "deleted": True})

@@ -9,13 +9,25 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Callable
+import time
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from smoke_core.errors import ToolError
 
-from ._walk import MAX_FILE_BYTES, SKIP_NAMES, compile_glob, display_name, walk_files
+from ._glob import compile_glob, plain_globs
+from ._walk import (
+    MAX_FILE_BYTES,
+    SECRET_DIR_GLOBS,
+    SECRET_NAME_GLOBS,
+    SKIP_NAMES,
+    breathe,
+    display_name,
+    secret_part,
+    walk_files,
+)
 
 #: Force an engine: "rg", "python", or None for automatic (rg when found).
 #: The environment variable SMOKE_SEARCH_ENGINE does the same.
@@ -78,7 +90,7 @@ def sort_key(path: str) -> tuple[bytes, ...]:
 # ---------------------------------------------------------------- ripgrep
 
 
-def _rg_common(cwd: Path, start: str, *, sort: bool = True) -> list[str]:
+def _rg_common(cwd: Path, start: str, *, sort: bool = True, skip_secrets: bool = False) -> list[str]:
     args = [
         "--hidden", "--no-require-git", "--no-ignore-dot", "--no-ignore-global", "--no-ignore-exclude",
         "--no-ignore-parent", "--no-config", "--max-filesize", str(MAX_FILE_BYTES), "--no-messages",
@@ -87,17 +99,31 @@ def _rg_common(cwd: Path, start: str, *, sort: bool = True) -> list[str]:
         args += ["--sort", "path"]
     for name in SKIP_NAMES:
         args += ["--glob", f"!{name}"]
+    if skip_secrets:
+        for glob in SECRET_NAME_GLOBS:
+            args += ["--iglob", f"!{glob}"]
+        for glob in SECRET_DIR_GLOBS:
+            args += ["--glob", f"!{glob}"]
     if start and (cwd / ".gitignore").is_file() and not (cwd / ".gitignore").is_symlink():
         args += ["--ignore-file", str(cwd / ".gitignore")]
     return args
 
 
 async def _run_rg(
-    argv: list[str], cwd: Path, on_chunk: Callable[[bytes], bool], cancelled: asyncio.Event | None
+    argv: list[str],
+    cwd: Path,
+    on_chunk: Callable[[bytes], bool],
+    cancelled: asyncio.Event | None,
+    deadline: float | None = None,
+    *,
+    in_thread: bool = False,
 ) -> tuple[int, str]:
     """Run rg, feeding raw stdout chunks to ``on_chunk`` until it returns False
-    (rg is then killed); an empty chunk marks the end of the output.
-    Returns (exit code, stderr). The process is always reaped."""
+    (rg is then killed); an empty chunk marks the end of the output. At the
+    ``deadline`` (``time.monotonic()``) rg is killed and ``on_chunk`` is not
+    called again. ``in_thread``: call ``on_chunk`` in a worker thread (its
+    work then never holds the event loop). Returns (exit code, stderr). The
+    process is always reaped."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RIPGREP_")}
     proc = await asyncio.create_subprocess_exec(
         *argv, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
@@ -111,8 +137,17 @@ async def _run_rg(
             if cancelled is not None and cancelled.is_set():
                 stopped = True
                 break
-            chunk = await proc.stdout.read(_READ_CHUNK)
-            if not on_chunk(chunk):
+            if deadline is None:
+                chunk = await proc.stdout.read(_READ_CHUNK)
+            else:
+                try:
+                    chunk = await asyncio.wait_for(
+                        proc.stdout.read(_READ_CHUNK), max(0.0, deadline - time.monotonic())
+                    )
+                except TimeoutError:
+                    stopped = True
+                    break
+            if not (await asyncio.to_thread(on_chunk, chunk) if in_thread else on_chunk(chunk)):
                 stopped = True
                 break
             if not chunk:
@@ -132,20 +167,39 @@ async def _run_rg(
     return (0 if stopped else code), stderr.decode("utf-8", "replace")
 
 
-async def rg_files(rg: str, cwd: Path, start: str, cancelled: asyncio.Event | None = None) -> list[str]:
-    argv = [rg, "--files", "--null", *_rg_common(cwd, start)]
+async def rg_files_raw(
+    rg: str,
+    cwd: Path,
+    start: str,
+    cancelled: asyncio.Event | None = None,
+    *,
+    skip_secrets: bool = False,
+    deadline: float | None = None,
+) -> tuple[bytes, bool]:
+    """(rg's NUL-separated file list, True when the deadline cut it short)."""
+    argv = [rg, "--files", "--null", *_rg_common(cwd, start, skip_secrets=skip_secrets)]
     if start:
         argv += ["--", start]
     chunks: list[bytes] = []
+    finished = False
 
     def take(chunk: bytes) -> bool:
+        nonlocal finished
         chunks.append(chunk)
+        finished = not chunk
         return True
 
-    code, err = await _run_rg(argv, cwd, take, cancelled)
+    code, err = await _run_rg(argv, cwd, take, cancelled, deadline)
     data = b"".join(chunks)
     if code == 2 and not data:
         raise ToolError(f"rg failed: {err.strip() or 'exit status 2'}")
+    if not finished:
+        data = data[: data.rfind(b"\0") + 1]  # a name cut short is dropped
+    return data, not finished
+
+
+async def rg_files(rg: str, cwd: Path, start: str, cancelled: asyncio.Event | None = None) -> list[str]:
+    data, _ = await rg_files_raw(rg, cwd, start, cancelled)
     return [display_name(p) for p in data.split(b"\0") if p]
 
 
@@ -200,17 +254,22 @@ async def rg_grep(
     case_insensitive: bool,
     context: int,
     include: Callable[[str], bool] | None,
-    include_glob: str | None,
+    include_args: Sequence[str] = (),
+    skip_secrets: bool = False,
     cancelled: asyncio.Event | None = None,
 ) -> GrepOutcome:
-    """rg runs unsorted first (``--sort path`` makes it single-threaded, about
+    """``include_args``: rg flags that pre-select the files ``include``
+    accepts (see :func:`include_matcher`). ``skip_secrets``: files whose name
+    looks secret are neither read by rg nor reported.
+
+    rg runs unsorted first (``--sort path`` makes it single-threaded, about
     1.6 times slower) and the files are put in path order here; rg prints each
     file's lines together, so only the order of files changes. If the match
     cap is hit, which matches are kept would depend on thread timing, so the
     search is run again sorted."""
     outcome = await _rg_grep_once(
         rg, cwd, start, pattern, case_insensitive=case_insensitive, context=context, include=include,
-        include_glob=include_glob, cancelled=cancelled, sort=False,
+        include_args=include_args, skip_secrets=skip_secrets, cancelled=cancelled, sort=False,
     )
     if not outcome.capped:
         try:
@@ -220,7 +279,7 @@ async def rg_grep(
             pass
     return await _rg_grep_once(
         rg, cwd, start, pattern, case_insensitive=case_insensitive, context=context, include=include,
-        include_glob=include_glob, cancelled=cancelled, sort=True,
+        include_args=include_args, skip_secrets=skip_secrets, cancelled=cancelled, sort=True,
     )
 
 
@@ -233,13 +292,14 @@ async def _rg_grep_once(
     case_insensitive: bool,
     context: int,
     include: Callable[[str], bool] | None,
-    include_glob: str | None,
+    include_args: Sequence[str],
+    skip_secrets: bool,
     cancelled: asyncio.Event | None,
     sort: bool,
 ) -> GrepOutcome:
     argv = [
         rg, "--no-heading", "--with-filename", "--line-number", "--null", "--color", "never",
-        "--no-context-separator", *_rg_common(cwd, start, sort=sort),
+        "--no-context-separator", *_rg_common(cwd, start, sort=sort, skip_secrets=skip_secrets),
     ]
     if start and (cwd / start).is_file():
         # a file named explicitly: print its matching lines as they are, not
@@ -251,8 +311,7 @@ async def _rg_grep_once(
         argv.append("--case-sensitive")
     if context:
         argv += ["--context", str(context)]
-    if include_glob:
-        argv += ["--glob", include_glob]
+    argv += include_args
     argv += ["--regexp", pattern]
     if start:
         argv += ["--", start]
@@ -263,6 +322,13 @@ async def _rg_grep_once(
     count = 0
     capped = False
     pending = b""
+    below = len(start) + 1 if start else 0
+
+    def keep(path: str) -> bool:
+        if include is not None and not include(path):
+            return False
+        # rg's globs skipped these already; this check holds if the two lists drift
+        return not (skip_secrets and secret_part(path[below:]) is not None)
 
     def take(chunk: bytes) -> bool:
         nonlocal current, current_raw, last, count, capped, pending
@@ -274,7 +340,7 @@ async def _rg_grep_once(
             if raw != current_raw or n <= last:  # (two names may show alike)
                 current_raw = raw
                 path = raw[2:] if raw.startswith("./") else raw
-                current = FileHits(path) if include is None or include(path) else None
+                current = FileHits(path) if keep(path) else None
                 if current is not None:
                     files.append(current)
             last = n
@@ -289,27 +355,122 @@ async def _rg_grep_once(
             current.lines[n] = text[:-1] if text.endswith("\r") else text
         return True
 
-    code, err = await _run_rg(argv, cwd, take, cancelled)
-    if code == 2 and not capped:
-        message = err.strip()
-        if "regex" in message or not files:
-            raise ToolError(f"invalid search pattern for rg: {message or 'exit status 2'}")
+    # An include glob rg could not pre-select with (up to 256 alternatives of
+    # any shape) is checked here for every file in rg's output: that work
+    # goes to a worker thread so it never holds the event loop. Otherwise the
+    # chunks (~64 KB each) are parsed inline, which is cheaper than a thread hop.
+    heavy = include is not None and not include_args
+    code, err = await _run_rg(argv, cwd, take, cancelled, in_thread=heavy)
+    message = err.strip()
+    # exit status 2 with nothing on stderr (--no-messages): no file passed the
+    # filters (e.g. an include nothing matches), which is "no matches"
+    if code == 2 and not capped and message and ("regex" in message or not files):
+        raise ToolError(f"invalid search pattern for rg: {message}")
     return GrepOutcome([f for f in files if f.matches], capped)
 
 
 # ---------------------------------------------------------------- python
 
 
+#: POSIX classes ripgrep accepts inside ``[...]``, as Python class items.
+_POSIX = {
+    "alnum": "a-zA-Z0-9", "alpha": "a-zA-Z", "ascii": "\\x00-\\x7f", "blank": " \\t",
+    "cntrl": "\\x00-\\x1f\\x7f", "digit": "0-9", "graph": "!-~", "lower": "a-z", "print": " -~",
+    "punct": "!-/:-@\\[-`{-~", "space": "\\t\\n\\v\\f\\r ", "upper": "A-Z", "word": "\\w",
+    "xdigit": "0-9A-Fa-f",
+}
+_SET_OPERATION = re.compile(r"&&|--|~~")
+
+
+def _python_regex(pattern: str) -> str:
+    """ripgrep's class syntax in Python's: POSIX classes (``[[:alpha:]]``)
+    become ranges and a nested class (``[a[bc]]``, a union in rg) is
+    flattened. Set operations (``&&``, ``--``, ``~~``) have no Python
+    equivalent and are refused."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    depth = 0
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < n:
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if depth == 0:
+            if ch == "[":
+                depth = 1
+                out.append("[")
+                i += 1
+                if i < n and pattern[i] == "^":
+                    out.append("^")
+                    i += 1
+                if i < n and pattern[i] == "]":
+                    out.append("\\]")
+                    i += 1
+                continue
+            out.append(ch)
+            i += 1
+            continue
+        # inside a class
+        if ch == "[" and pattern.startswith(":", i + 1):
+            end = pattern.find(":]", i + 2)
+            name = pattern[i + 2 : end] if end != -1 else ""
+            if name in _POSIX:
+                out.append(_POSIX[name])
+                i = end + 2
+                continue
+            if name.lstrip("^") in _POSIX:
+                raise ToolError(
+                    f"the negated class [:{name}:] needs the rg engine; the Python fallback cannot express it. "
+                    f"Write the range out (e.g. [^a-zA-Z]) or install ripgrep (pip install ripgrep)"
+                )
+        if ch == "[":
+            if pattern.startswith("^", i + 1):
+                raise ToolError(
+                    "a negated class nested inside a class needs the rg engine; the Python fallback cannot "
+                    "express it. Rewrite the class or install ripgrep (pip install ripgrep)"
+                )
+            depth += 1
+            i += 1
+            continue
+        if ch == "]":
+            depth -= 1
+            if depth == 0:
+                out.append("]")
+            i += 1
+            continue
+        if _SET_OPERATION.match(pattern, i):
+            raise ToolError(
+                f"the class set operation {pattern[i:i + 2]!r} needs the rg engine; the Python fallback cannot "
+                f"express it. Escape it (\\{pattern[i]}) if you meant the characters, or install ripgrep"
+            )
+        out.append("\\" + ch if ch in "&~|" else ch)
+        i += 1
+    return "".join(out)
+
+
 def compile_pattern(pattern: str, case_insensitive: bool) -> re.Pattern[str]:
+    """The pattern for the Python engine. Any warning Python's ``re`` would
+    print (a construct whose meaning will change) becomes a clear tool error."""
+    flags = re.MULTILINE | (re.IGNORECASE if case_insensitive else 0)
     try:
-        return re.compile(pattern, re.MULTILINE | (re.IGNORECASE if case_insensitive else 0))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            return re.compile(_python_regex(pattern), flags)
     except re.error as exc:
         raise ToolError(f"invalid search pattern (Python re): {exc}") from None
+    except Warning as exc:
+        raise ToolError(
+            f"the search pattern is ambiguous for the Python fallback engine ({exc}); escape '[' and set "
+            f"operators inside classes, or install ripgrep (pip install ripgrep)"
+        ) from None
 
 
-def py_files(cwd: Path, start: str, cancelled: asyncio.Event | None = None) -> list[str]:
+def py_files(
+    cwd: Path, start: str, cancelled: asyncio.Event | None = None, *, skip_secrets: bool = False
+) -> list[str]:
     stop = (lambda: cancelled.is_set()) if cancelled is not None else (lambda: False)
-    out = [display_name(os.fsencode(p)) for p in walk_files(cwd, start, cancelled=stop)]
+    out = [display_name(os.fsencode(p)) for p in walk_files(cwd, start, cancelled=stop, skip_secrets=skip_secrets)]
     if cancelled is not None and cancelled.is_set():
         raise ToolError("search cancelled", code="tool_cancelled")
     return out
@@ -323,6 +484,7 @@ def py_grep(
     case_insensitive: bool,
     context: int,
     include: Callable[[str], bool] | None,
+    skip_secrets: bool = False,
     cancelled: asyncio.Event | None = None,
 ) -> GrepOutcome:
     regex = compile_pattern(pattern, case_insensitive)
@@ -330,7 +492,8 @@ def py_grep(
     files: list[FileHits] = []
     count = 0
     capped = False
-    for rel in walk_files(cwd, start, cancelled=stop):
+    for rel in walk_files(cwd, start, cancelled=stop, skip_secrets=skip_secrets):
+        breathe()
         path = display_name(os.fsencode(rel))
         if include is not None and not include(path):
             continue
@@ -382,9 +545,38 @@ def relative_matcher(pattern: str, start: str) -> Callable[[str], bool]:
     return matcher
 
 
-def include_matcher(include: str | None, start: str) -> tuple[Callable[[str], bool] | None, str | None]:
-    """(matcher applied to workspace-relative paths, glob safe to hand to rg)."""
+def include_matcher(include: str | None, start: str) -> tuple[Callable[[str], bool] | None, list[str]]:
+    """(matcher applied to workspace-relative paths, rg flags that pre-select
+    the same files).
+
+    ``include`` is a glob; ``!glob`` excludes instead, the way rg's
+    ``--glob '!x'`` does: a file is left out when the glob matches its path
+    or one of its folders below ``start``. The matcher decides for both
+    engines; the rg flags only save rg reading files the matcher would drop,
+    so they are given only for patterns both dialects read alike. A positive
+    pattern goes to rg as a file type (``--type-add``), which, unlike
+    ``--glob``, leaves .gitignore in force."""
     if not include or not include.strip():
-        return None, None
-    rg_glob = include.strip() if "/" not in include else None
-    return relative_matcher(include, start), rg_glob
+        return None, []
+    text = include.strip()
+    negate = text.startswith("!")
+    if negate:
+        text = text[1:].strip()
+        if not text:
+            raise ToolError("include '!' needs a glob after it, e.g. '!*.md' to leave out Markdown files")
+    glob = compile_glob(text)
+    prefix = start + "/" if start else ""
+    plain = plain_globs(text)
+    if negate:
+
+        def excluded(path: str) -> bool:
+            rel = path[len(prefix):] if prefix and path.startswith(prefix) else path
+            return not glob.matches_any_part(rel)  # type: ignore[attr-defined]
+
+        return excluded, [arg for g in plain or () for arg in ("--glob", f"!{g}")]
+    args: list[str] = []
+    if plain:
+        for g in plain:
+            args += ["--type-add", f"smokeinclude:{g}"]
+        args += ["--type", "smokeinclude"]
+    return relative_matcher(text, start), args

@@ -5,14 +5,20 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from smoke_core.errors import ToolError
+from smoke_core.permissions import looks_secret
 from smoke_core.tools import ToolAnnotations, ToolDefinition, ToolPresentation, ToolResult
 
 from . import _engines
 from ._engines import GrepOutcome, sort_key
+from ._glob import MAX_GLOB_CHARS, strip_wildcards
+from ._walk import breathe, display_name, secret_part, walk_files
 
 if TYPE_CHECKING:
     from smoke_core.context import ToolContext
@@ -24,6 +30,12 @@ MAX_LIMIT = 2000
 MAX_CONTEXT = 10
 MAX_LINE_CHARS = 300
 MAX_OUTPUT_CHARS = 40_000
+#: Longest grep pattern accepted (characters); longer ones are refused with a clear error.
+MAX_GREP_PATTERN_CHARS = 10_000
+#: Seconds one glob may spend listing and matching files before it returns what it found.
+GLOB_TIME_BUDGET = 10.0
+#: Matching paths one glob collects at most; beyond it the count is "at least".
+GLOB_MATCH_CAP = 20_000
 
 
 def _int(input: dict[str, Any], key: str, default: int, lo: int, hi: int) -> int:
@@ -65,15 +77,39 @@ def _search_root(ctx: ToolContext, raw: Any) -> tuple[Path, str, str]:
     return real if real.is_dir() else real.parent, "" if real.is_dir() else real.name, str(real)
 
 
+def _skip_secrets(raw: Any, start: str, where: str) -> bool:
+    """Whether files that look secret are left out below ``start``. They are
+    searched only when the ``path`` argument itself names one (the permission
+    gate then asks a person, as it does for ``read_file``). A path that leads
+    to one under another name (a symlink) is refused."""
+    named = isinstance(raw, str) and looks_secret(raw.strip())
+    part = secret_part(start) if start else None
+    if part is not None and not named:
+        parts = start.split("/")
+        target = "/".join(parts[: parts.index(part) + 1]) if part in parts else start
+        raise ToolError(
+            f"path {raw!r} leads to {where}, which looks like it holds secrets ({part}); "
+            f"to search it, give its own path ({target!r}) so a person is asked first"
+        )
+    return not named
+
+
 def _cut(text: str) -> str:
     return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + f" ... [{len(text)} chars]"
 
 
-def format_grep(outcome: GrepOutcome, *, pattern: str, where: str, limit: int, context: int) -> tuple[str, dict[str, Any]]:
+def format_grep(
+    outcome: GrepOutcome, *, pattern: str, where: str, limit: int, context: int, secrets_skipped: bool = False
+) -> tuple[str, dict[str, Any]]:
     files = sorted(outcome.files, key=lambda f: sort_key(f.path))
     total = sum(len(f.matches) for f in files)
     if total == 0:
-        return f"No matches for {pattern!r} in {where}.", {"matches": 0, "files": 0, "shown": 0}
+        return (
+            f"No matches for {pattern!r} in {where}."
+            + (" (Secret-looking files such as .env are not searched unless path names them.)"
+               if secrets_skipped else ""),
+            {"matches": 0, "files": 0, "shown": 0},
+        )
     out: list[str] = []
     size = 0
     shown = 0
@@ -119,16 +155,85 @@ def format_grep(outcome: GrepOutcome, *, pattern: str, where: str, limit: int, c
     return "\n".join(lines), data
 
 
-def format_glob(paths: list[str], *, pattern: str, where: str, limit: int) -> tuple[str, dict[str, Any]]:
-    paths = sorted(paths, key=sort_key)
-    if not paths:
-        return f"No files match {pattern!r} in {where}.", {"total": 0, "shown": 0}
-    shown = paths[:limit]
+@dataclass
+class GlobScan:
+    """What one glob found: matching paths (in walk order), those left out as
+    secret-looking, and whether the match cap or the time budget stopped it."""
+
+    paths: list[str] = field(default_factory=list)
+    secrets: list[str] = field(default_factory=list)  # the first few, as examples
+    secret_count: int = 0
+    capped: bool = False
+    timed_out: bool = False
+
+
+def scan_glob(
+    names: Iterable[str],
+    matcher: Callable[[str], bool],
+    *,
+    start: str,
+    skip_secrets: bool,
+    deadline: float,
+    cancelled: Callable[[], bool],
+    cap: int = GLOB_MATCH_CAP,
+) -> GlobScan:
+    """Match ``names`` one by one in a worker thread (every match is bounded,
+    and :func:`breathe` hands the event loop its turns), checking the
+    deadline and cancellation every 256 names."""
+    scan = GlobScan()
+    below = len(start) + 1 if start else 0
+    for count, path in enumerate(names):
+        breathe()
+        if not count & 255:
+            if cancelled():
+                raise ToolError("search cancelled", code="tool_cancelled")
+            if time.monotonic() > deadline:
+                scan.timed_out = True
+                break
+        if not matcher(path):
+            continue
+        if skip_secrets and secret_part(path[below:]) is not None:
+            scan.secret_count += 1
+            if len(scan.secrets) < 3:
+                scan.secrets.append(path)
+            continue
+        scan.paths.append(path)
+        if len(scan.paths) >= cap:
+            scan.capped = True
+            break
+    return scan
+
+
+def format_glob(
+    paths: list[str] | GlobScan, *, pattern: str, where: str, limit: int
+) -> tuple[str, dict[str, Any]]:
+    scan = paths if isinstance(paths, GlobScan) else GlobScan(list(paths))
+    found = sorted(scan.paths, key=sort_key)
+    notes: list[str] = []
+    if scan.timed_out:
+        notes.append(
+            f"[stopped after {GLOB_TIME_BUDGET:g} s (the time budget); the list is partial: "
+            f"use a narrower path or pattern]"
+        )
+    if scan.secret_count:
+        shown_names = ", ".join(scan.secrets) + (", ..." if scan.secret_count > len(scan.secrets) else "")
+        notes.append(
+            f"[{scan.secret_count} secret-looking file(s) not listed ({shown_names}); name them in the pattern "
+            f"or path to list them]"
+        )
+    data: dict[str, Any] = {"total": len(found), "shown": 0, "capped": scan.capped, "timed_out": scan.timed_out,
+                            "secrets_hidden": scan.secret_count}
+    if not found:
+        return "\n".join([f"No files match {pattern!r} in {where}.", *notes]), data
+    shown = found[:limit]
     lines = list(shown)
-    more = len(paths) - len(shown)
-    if more:
-        lines.append(f"[{more} more matches not shown; use a narrower pattern or raise limit]")
-    return "\n".join(lines), {"total": len(paths), "shown": len(shown)}
+    more = len(found) - len(shown)
+    if more or scan.capped:
+        at_least = "at least " if scan.capped else ""
+        lines.append(f"[{at_least}{more} more matches not shown; use a narrower pattern or raise limit]")
+    lines += notes
+    data["shown"] = len(shown)
+    return "\n".join(lines), data
 
 
 def _clean_errors(fn: Any) -> Any:
@@ -148,22 +253,58 @@ def _clean_errors(fn: Any) -> Any:
     return wrapper
 
 
+def _names_secrets(pattern: str) -> bool:
+    """True when the glob names a secret-looking file outright (``.env``, ``**/*.pem``)."""
+    return any(
+        looks_secret(text) or any(looks_secret(part) for part in text.split("/") if part)
+        for text in strip_wildcards(pattern)
+    )
+
+
 @_clean_errors
 async def glob_tool(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
     pattern = input.get("pattern")
     if not isinstance(pattern, str) or not pattern.strip():
         raise ToolError("pattern must be a non-empty glob such as '**/*.py' or 'src/**/test_*.py'")
+    if len(pattern) > MAX_GLOB_CHARS:
+        raise ToolError(
+            f"the glob pattern is {len(pattern):,} characters long; the limit is {MAX_GLOB_CHARS:,}. "
+            f"Use a shorter pattern (or several)"
+        )
     limit = _int(input, "limit", DEFAULT_GLOB_LIMIT, 1, MAX_LIMIT)
-    cwd, start, where = _search_root(ctx, input.get("path"))
+    raw_path = input.get("path")
+    cwd, start, where = _search_root(ctx, raw_path)
+    skip_secrets = _skip_secrets(raw_path, start, where) and not _names_secrets(pattern)
+    deadline = time.monotonic() + GLOB_TIME_BUDGET
+    cancelled = ctx.cancelled
+    stop = (lambda: cancelled.is_set()) if cancelled is not None else (lambda: False)
     engine, rg = _engines.choose_engine()
+    listing_cut = False
+    names: Iterable[str]
     if engine == "rg":
         assert rg is not None
-        files = await _engines.rg_files(rg, cwd, start, ctx.cancelled)
+        raw, listing_cut = await _engines.rg_files_raw(rg, cwd, start, cancelled, deadline=deadline)
+        names = (display_name(p) for p in raw.split(b"\0") if p)
     else:
-        files = await asyncio.to_thread(_engines.py_files, cwd, start, ctx.cancelled)
-    matcher = _engines.relative_matcher(pattern, start)
-    matched = [p for p in files if matcher(p)]
-    text, data = format_glob(matched, pattern=pattern, where=where, limit=limit)
+
+        def walk_stop() -> bool:
+            return stop() or time.monotonic() > deadline
+
+        names = (display_name(os.fsencode(p)) for p in walk_files(cwd, start, cancelled=walk_stop))
+
+    def work() -> tuple[str, dict[str, Any]]:
+        # compiling, matching and formatting all run here, off the event loop
+        matcher = _engines.relative_matcher(pattern, start)
+        scan = scan_glob(
+            names, matcher, start=start, skip_secrets=skip_secrets, deadline=deadline, cancelled=stop,
+            cap=GLOB_MATCH_CAP,
+        )
+        if stop():
+            raise ToolError("search cancelled", code="tool_cancelled")
+        scan.timed_out = scan.timed_out or listing_cut or time.monotonic() > deadline
+        return format_glob(scan, pattern=pattern, where=where, limit=limit)
+
+    text, data = await asyncio.to_thread(work)
     data["engine"] = engine
     return ToolResult.text(text, data=data)
 
@@ -173,31 +314,43 @@ async def grep_tool(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
     pattern = input.get("pattern")
     if not isinstance(pattern, str) or pattern == "":
         raise ToolError("pattern must be a non-empty regular expression")
+    if len(pattern) > MAX_GREP_PATTERN_CHARS:
+        raise ToolError(
+            f"the pattern is {len(pattern):,} characters long; grep takes patterns of up to "
+            f"{MAX_GREP_PATTERN_CHARS:,} characters. Search for a shorter, distinctive part of the text"
+        )
     limit = _int(input, "limit", DEFAULT_GREP_LIMIT, 1, MAX_LIMIT)
     context = _int(input, "context", 0, 0, MAX_CONTEXT)
     case_insensitive = bool(input.get("case_insensitive", False))
     include = input.get("include")
     if include is not None and not isinstance(include, str):
         raise ToolError(f"include must be a glob string such as '*.py', got {type(include).__name__}")
-    cwd, start, where = _search_root(ctx, input.get("path"))
+    raw_path = input.get("path")
+    cwd, start, where = _search_root(ctx, raw_path)
+    skip_secrets = _skip_secrets(raw_path, start, where)
     if start and (cwd / start).is_file():
         with open(cwd / start, "rb") as fh:
             if b"\x00" in fh.read(8192):
                 raise ToolError(f"{where} is a binary file; grep searches text files only")
-    matcher, rg_glob = _engines.include_matcher(include, start)
+    # compiling a hostile include (up to 256 alternatives) can take ~0.1 s: not on the event loop
+    matcher, include_args = (
+        await asyncio.to_thread(_engines.include_matcher, include, start) if include else (None, [])
+    )
     engine, rg = _engines.choose_engine()
     if engine == "rg":
         assert rg is not None
         outcome = await _engines.rg_grep(
             rg, cwd, start, pattern, case_insensitive=case_insensitive, context=context,
-            include=matcher, include_glob=rg_glob, cancelled=ctx.cancelled,
+            include=matcher, include_args=include_args, skip_secrets=skip_secrets, cancelled=ctx.cancelled,
         )
     else:
         outcome = await asyncio.to_thread(
             _engines.py_grep, cwd, start, pattern, case_insensitive=case_insensitive, context=context,
-            include=matcher, cancelled=ctx.cancelled,
+            include=matcher, skip_secrets=skip_secrets, cancelled=ctx.cancelled,
         )
-    text, data = format_grep(outcome, pattern=pattern, where=where, limit=limit, context=context)
+    text, data = format_grep(
+        outcome, pattern=pattern, where=where, limit=limit, context=context, secrets_skipped=skip_secrets
+    )
     data["engine"] = engine
     return ToolResult.text(text, data=data)
 
@@ -212,8 +365,8 @@ def build_tools() -> list[ToolDefinition]:
         ToolDefinition(
             name="glob",
             description=(
-                "Find files by glob; a pattern without '/' matches names at any depth. Skips .gitignored files. "
-                f"Shows `limit` paths (default {DEFAULT_GLOB_LIMIT})."
+                "Find files by glob; a pattern without '/' matches names at any depth. Skips .gitignored files, "
+                f"and secret-looking ones (.env, keys) unless named. Shows `limit` paths (default {DEFAULT_GLOB_LIMIT})."
             ),
             input_schema=_schema(
                 {
@@ -233,13 +386,14 @@ def build_tools() -> list[ToolDefinition]:
             name="grep",
             description=(
                 "Search file contents with a single-line ripgrep regex (no look-around or backreferences). Skips "
-                f"binary and .gitignored files. Shows `limit` matches (default {DEFAULT_GREP_LIMIT})."
+                "binary, .gitignored and secret-looking files (.env, keys; give one as path to search it). "
+                f"Shows `limit` matches (default {DEFAULT_GREP_LIMIT})."
             ),
             input_schema=_schema(
                 {
                     "pattern": {"type": "string"},
                     "path": path,
-                    "include": {"type": "string", "description": "File name glob, e.g. '*.py'."},
+                    "include": {"type": "string", "description": "File name glob, e.g. '*.py'; '!*.md' excludes."},
                     "context": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT,
                                 "description": "Lines around each match."},
                     "case_insensitive": {"type": "boolean"},

@@ -1,0 +1,77 @@
+"""The session database from the command line: opening it with clear errors
+(``smoke run``, ``smoke sessions``) and ``smoke sessions doctor``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+EXIT_USAGE = 2
+
+
+def sessions_db(workspace: Path) -> Path:
+    return workspace / ".smoke" / "sessions.db"
+
+
+def open_cli_store(workspace: Path, *, new_session: bool = False) -> Any:
+    """The workspace's SQLite store. A damaged file is one clear message and
+    exit status 2, except for a new session: the damaged file is then moved
+    aside (kept) and a fresh one started, with a warning on stderr (logged
+    by the store)."""
+    from .sqlite_store import SQLiteStore
+    from .store import StoreCorruptError
+
+    try:
+        return SQLiteStore(sessions_db(workspace), on_corrupt="start_fresh" if new_session else "raise")
+    except StoreCorruptError as exc:
+        click.echo(f"smoke: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+
+
+def doctor_impl(workspace: Path, source: str | None) -> None:
+    """Check the workspace's session database; salvage what can be read."""
+    from .sqlite_store import check_database, move_aside, salvage_sessions
+
+    db = sessions_db(workspace)
+    if source is not None:
+        src = Path(source).expanduser().resolve()
+        if not src.is_file():
+            click.echo(f"smoke: --from {source!r} is not a file; give the path of a damaged session database", err=True)
+            sys.exit(EXIT_USAGE)
+        if db.exists() and src == db.resolve():
+            click.echo("smoke: --from names the workspace's own database; run `smoke sessions doctor` without --from",
+                       err=True)
+            sys.exit(EXIT_USAGE)
+        _report(salvage_sessions(src, db), kept=src)
+        return
+    if not db.exists():
+        click.echo(f"no session database at {db}; nothing to check")
+        return
+    check = check_database(db)
+    if check.error is None:
+        click.echo(f"{db} is healthy: {check.sessions} sessions, {check.messages} messages.")
+        if check.unreadable:
+            click.echo(
+                f"{check.unreadable} message(s) cannot be decoded; they are shown as '(message could not be read)' "
+                f"and the rest of their sessions works."
+            )
+        return
+    click.echo(f"{db} is damaged ({check.error}).")
+    kept = move_aside(db)
+    _report(salvage_sessions(kept, db), kept=kept)
+
+
+def _report(report: Any, *, kept: Path) -> None:
+    click.echo(
+        f"Copied {report.sessions} session(s) ({report.messages} messages) from {report.source} into {report.target}."
+    )
+    if report.unreadable_messages:
+        click.echo(f"{report.unreadable_messages} message(s) could not be decoded and were copied as placeholders.")
+    if report.skipped_sessions:
+        click.echo(f"{len(report.skipped_sessions)} session(s) were already in {report.target} and were left alone.")
+    for problem in report.problems[:5]:
+        click.echo(f"  note: {problem}")
+    click.echo(f"The damaged file is kept at {kept}; delete it when you no longer need it.")
