@@ -239,17 +239,6 @@ RESERVED_KEYS = frozenset({
     "autoload_plugins", "provider_options", "trust_workspace", "setting_sources", "settings_origin",
 })
 
-# Compatibility: smoke-mcp and smoke-skills read these keys before they
-# declare them through register_settings (issue 12). A plugin's own
-# declaration wins; remove this table once both declare their keys.
-_COMPAT_KEYS: dict[str, tuple[str, Any, bool, bool]] = {
-    # key: (plugin module, type, trusted_only, code_value_only)
-    "mcp_servers": ("smoke_mcp", Any, True, True),
-    "skills_dir": ("smoke_skills", Path | list[Path], False, False),
-    "skills": ("smoke_skills", Any, True, True),
-}
-
-
 def _make_adapter(key: str, type_: Any, label: str) -> Any:
     from pydantic import TypeAdapter
 
@@ -291,11 +280,6 @@ def collect_setting_specs(pm: SmokePluginManager) -> dict[str, SettingSpec]:
         raise SettingsError(f"register_settings in plugin {label} failed: {type(exc).__name__}: {exc}") from exc
 
     HookRunner(pm).collect("register_settings", kwargs, failed)
-    modules = {getattr(p, "__name__", None) for _name, p in pm.list_name_plugin() if p is not None}
-    for key, (module, type_, trusted_only, code_only) in _COMPAT_KEYS.items():
-        if key not in specs and module in modules:
-            specs[key] = SettingSpec(key, type_, None, trusted_only, "", module, code_only,
-                                     adapter=_make_adapter(key, type_, module))
     _specs_cache[pm] = specs
     return specs
 

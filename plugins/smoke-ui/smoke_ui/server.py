@@ -91,16 +91,13 @@ AgentFactory = Callable[..., "Agent"]
 
 
 def open_store(workspace: str | Path) -> Store:
-    """The server's session store: ``smoke_core.sqlite_store.SQLiteStore`` at
-    ``<workspace>/.smoke/sessions.db`` when core provides it, else a
-    :class:`~smoke_core.store.MemoryStore` (sessions last as long as the server)."""
-    try:
-        from smoke_core.sqlite_store import SQLiteStore
-    except ImportError:
-        from smoke_core.store import MemoryStore
+    """The server's session store: a SQLite file at ``<workspace>/.smoke/sessions.db``.
+    A damaged file is moved aside (kept, named in a warning on stderr) and a
+    fresh one started, so the server always comes up; ``smoke sessions
+    doctor`` salvages what the old one holds."""
+    from smoke_core.plugin import SQLiteStore
 
-        return MemoryStore()
-    return SQLiteStore(Path(workspace) / ".smoke" / "sessions.db")
+    return SQLiteStore(Path(workspace) / ".smoke" / "sessions.db", on_corrupt="start_fresh")
 
 
 # ---------------------------------------------------------------- events

@@ -697,3 +697,19 @@ async def test_a_page_asking_for_dropped_events_is_told(tmp_path: Path) -> None:
         assert app.state.ui.hub.replay_bytes <= 2048 + len(json.dumps(required)) * 4
         await client.post("/api/abort", headers=h)
         await sse.until("run.interrupted")
+
+
+def test_a_damaged_session_database_is_moved_aside_and_the_server_starts(tmp_path):
+    from smoke_ui.server import open_store
+
+    db = tmp_path / ".smoke" / "sessions.db"
+    db.parent.mkdir()
+    db.write_bytes(b"this is not a database" * 100)
+    store = open_store(tmp_path)
+    try:
+        store.append("s1", {"role": "user", "content": [{"type": "text", "text": "hi"}]})
+        assert [i.session_id for i in store.list_sessions()] == ["s1"]
+    finally:
+        store.close()
+    kept = list(db.parent.glob("sessions.db.corrupt-*"))
+    assert len(kept) == 1 and kept[0].read_bytes().startswith(b"this is not a database")
