@@ -39,6 +39,8 @@ KILL_WAIT_S = 2.0
 #: Rounds of "find, stop" before the kill (a fork bomb adds processes while we look).
 MAX_ROUNDS = 50
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+#: Without /proc (macOS, BSD) only the process group can be found and stopped.
+HAVE_PROC = os.path.isdir("/proc/self")
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +212,8 @@ async def stop(tracked: Tracked, *, grace: float, spare_on_term: tuple[str, ...]
     until nothing new appears) and SIGKILL it. Processes named in
     ``spare_on_term`` get no SIGTERM (bwrap: terminating it would kill the
     sandbox at once, without the grace period for the command)."""
+    if not HAVE_PROC:
+        return await _stop_group(tracked.leader, grace)
     report = StopReport()
     seen: dict[int, Proc] = {}
     found = tracked.members()
@@ -242,6 +246,27 @@ async def stop(tracked: Tracked, *, grace: float, spare_on_term: tuple[str, ...]
     report.stopped = [(p.pid, p.name) for p in seen.values()]
     report.survivors = [(p.pid, p.name) for p in left.values()]
     return report
+
+
+async def _stop_group(pgid: int, grace: float) -> StopReport:
+    """Where /proc is missing: SIGTERM the process group, wait, SIGKILL it."""
+    loop = asyncio.get_running_loop()
+    try:
+        os.killpg(pgid, signal.SIGTERM if grace > 0 else signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return StopReport()
+    deadline = loop.time() + grace
+    while loop.time() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            break
+        await asyncio.sleep(0.02)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    return StopReport(stopped=[(pgid, "process group")])
 
 
 async def _wait_gone(procs: dict[int, Proc], timeout: float) -> None:

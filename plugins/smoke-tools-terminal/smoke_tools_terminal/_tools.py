@@ -163,7 +163,10 @@ def _launch(
     if settings.mode != "off":
         # Smoke's own folder exists before any command runs, so the sandbox can
         # keep it read-only (a command could otherwise create .smoke/config.yaml).
-        (root / ".smoke").mkdir(exist_ok=True)
+        try:
+            (root / ".smoke").mkdir(exist_ok=True)
+        except OSError:
+            pass  # a read-only workspace: no command can create it either
     policy = SandboxPolicy.from_settings(settings, root)
     try:
         launch = sandbox.prepare(_process.shell_argv(command), policy, cwd=cwd, extra_env=extra)

@@ -376,3 +376,22 @@ def test_new_options_and_data_are_documented() -> None:
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     for option in ("terminal_log_limit", "terminal_live_output_limit", "sandboxed", "stopped_processes"):
         assert option in readme
+
+
+@pytest.mark.slow
+async def test_without_proc_the_process_group_is_still_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """macOS and the BSDs have no /proc: the code path that stops the process group alone."""
+    from smoke_tools_terminal import _kill
+
+    monkeypatch.setattr(_kill, "HAVE_PROC", False)
+    m = f"{300 + random.random():.6f}"
+    call = asyncio.ensure_future(run_command({"command": f"sleep {m} & sleep {m} & wait", "timeout_ms": 500},
+                                             _ctx(tmp_path, sandbox={"mode": "off"})))
+    deadline = time.monotonic() + 10
+    while len(_sleeps(m)) < 2:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
+    result = await call
+    assert result.data["timed_out"] is True
+    assert await _all_gone(m)
+    assert result.data["stopped_processes"] == [{"pid": result.data["pid"], "name": "process group"}]
