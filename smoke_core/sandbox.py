@@ -147,7 +147,8 @@ class SandboxPolicy:
     cannot mount over a missing one).
 
     ``notes`` says what could not be applied as configured (an
-    ``allow_write`` folder that does not exist), for the caller to show.
+    ``allow_write`` or ``deny_read`` path that does not exist), for the
+    caller to show.
     """
 
     workspace: Path
@@ -202,7 +203,10 @@ class SandboxPolicy:
         for pattern in SYSTEM_SECRETS:
             masked += [Path(p) for p in _glob(pattern)]
         for raw in settings.deny_read:
-            masked.append(expand(raw))
+            path = expand(raw)
+            if not path.exists():
+                notes.append(f"sandbox.deny_read: {raw} ({path}) does not exist, so there was nothing to hide")
+            masked.append(path)
         if settings.network:
             masked += [Path(p) for p in PRIVILEGED_SOCKETS]
         existing = []

@@ -116,10 +116,14 @@ def test_policy_protects_smoke_and_git_folders_unless_allowed(world: dict[str, P
     assert (ws / ".git").resolve() not in allowed.read_only
 
 
-def test_policy_notes_an_allow_write_path_that_does_not_exist(world: dict[str, Path]) -> None:
-    policy = SandboxPolicy.from_settings({"allow_write": ["/definitely/not/here", str(world["outside"])]}, world["ws"])
+def test_policy_notes_paths_that_do_not_exist(world: dict[str, Path]) -> None:
+    policy = SandboxPolicy.from_settings(
+        {"allow_write": ["/definitely/not/here", str(world["outside"])], "deny_read": ["~/no-such-secrets"]}, world["ws"]
+    )
     assert world["outside"].resolve() in policy.writable
-    assert len(policy.notes) == 1 and "/definitely/not/here" in policy.notes[0] and "does not exist" in policy.notes[0]
+    assert len(policy.notes) == 2
+    assert "sandbox.allow_write: /definitely/not/here" in policy.notes[0] and "does not exist" in policy.notes[0]
+    assert "sandbox.deny_read: ~/no-such-secrets" in policy.notes[1] and "nothing to hide" in policy.notes[1]
 
 
 def test_sandbox_env_is_an_allow_list(tmp_path: Path) -> None:

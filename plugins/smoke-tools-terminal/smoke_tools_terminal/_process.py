@@ -106,11 +106,23 @@ class CappedLog:
         self._seg_size = 0
         self._seg_no = 0
         self._closed = False
+        #: why the log stopped being written (disk full...), else None
+        self.error: str | None = None
 
     def write(self, data: bytes) -> None:
+        """Add ``data``; a failing disk (full, gone) is recorded in ``error``
+        and the rest is dropped, so the command's pipe keeps draining."""
         if not data or self._closed:
             return
         self.total += len(data)
+        if self.error is not None:
+            return
+        try:
+            self._write(data)
+        except OSError as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def _write(self, data: bytes) -> None:
         if self.head_written < self.head_cap:
             part = data[: self.head_cap - self.head_written]
             self._file.write(part)
@@ -153,18 +165,25 @@ class CappedLog:
         kept = sum(p.stat().st_size for p in self._segs if p.exists())
         self.cut = self.total - self.head_written - kept
         try:
-            if self.cut > 0:
+            if self.error is not None:
+                self._file.write(f"\n[... the log stopped here: {self.error} ...]\n".encode())
+            elif self.cut > 0:
                 self._file.write(
                     f"\n[... {self.cut} bytes of output cut here: the log keeps the first {self.head_written} "
                     f"and the last {kept} bytes (terminal_log_limit = {self.cap} bytes) ...]\n".encode()
                 )
-            for seg in self._segs:
+            for seg in self._segs if self.error is None else ():
                 with open(seg, "rb") as fh:
                     shutil.copyfileobj(fh, self._file)
+        except OSError as exc:
+            self.error = self.error or f"{type(exc).__name__}: {exc}"
         finally:
             for seg in self._segs:
                 seg.unlink(missing_ok=True)
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError as exc:
+                self.error = self.error or f"{type(exc).__name__}: {exc}"
 
 
 class LineBuffer:
@@ -226,6 +245,7 @@ class CommandOutput:
         self._pending: list[bytes] = []
         self._pending_size = 0
         self.log: CappedLog | None = None
+        self.log_error: str | None = None
         self.total_bytes = 0
         self.total_chars = 0
         self.live_stopped = False
@@ -243,13 +263,17 @@ class CommandOutput:
         self.total_bytes += len(data)
         if self.log is not None:
             self.log.write(data)
-        else:
+        elif self.log_error is None:
             self._pending.append(data)
             self._pending_size += len(data)
             if self._pending_size > self.limit:
-                self.log = CappedLog(self._log_path(), self._log_limit)
-                for chunk in self._pending:
-                    self.log.write(chunk)
+                try:
+                    self.log = CappedLog(self._log_path(), self._log_limit)
+                except OSError as exc:  # keep draining the pipe all the same
+                    self.log_error = f"{type(exc).__name__}: {exc}"
+                else:
+                    for chunk in self._pending:
+                        self.log.write(chunk)
                 self._pending = []
         self._buffers[stream].feed(data)
 
@@ -308,8 +332,10 @@ class CommandOutput:
         if 0 <= cut < len(tail) // 2:
             tail = tail[cut + 1 :]
         omitted = self.total_chars - len(head) - len(tail)
-        if self.log is None:  # cannot happen: the log starts before the view is cut
-            where = "the output was not saved"
+        if self.log is None:
+            where = f"the output could not be saved ({self.log_error})"
+        elif self.log.error is not None:
+            where = f"{relative(self.log.path)} holds only part of it (the log could not be written: {self.log.error})"
         elif self.log.cut > 0:
             where = (
                 f"{relative(self.log.path)} keeps the first {self.log.head_written} and the last "

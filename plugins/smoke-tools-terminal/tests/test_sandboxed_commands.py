@@ -395,3 +395,17 @@ async def test_without_proc_the_process_group_is_still_stopped(tmp_path: Path, m
     assert result.data["timed_out"] is True
     assert await _all_gone(m)
     assert result.data["stopped_processes"] == [{"pid": result.data["pid"], "name": "process group"}]
+
+
+async def test_a_log_that_cannot_be_written_does_not_stall_the_command(tmp_path: Path) -> None:
+    logs = tmp_path / ".smoke" / "runs" / "run_test"
+    logs.mkdir(parents=True)
+    (logs / "full.log").symlink_to("/dev/full")  # every write: "No space left on device"
+    ctx = _ctx(tmp_path, call="full", terminal_output_limit=2000)
+    result = await run_command({"command": "head -c 3000000 /dev/zero | tr '\\0' 'x'; echo; echo END"}, ctx)
+    assert result.data["exit_code"] == 0 and result.data["timed_out"] is False  # the pipe kept draining
+    assert result.data["output_bytes"] == 3_000_000 + len("\nEND\n")
+    text = result.text_content()
+    assert "the log could not be written: OSError: [Errno 28] No space left on device" in text
+    assert "\nEND\n" in text
+    assert not list(logs.glob("full.log.tail*"))
