@@ -266,6 +266,27 @@ def _marked(marker: str) -> list[int]:
     return found
 
 
+def _signalled(proc: subprocess.Popen[bytes]) -> str | None:
+    """How ``proc`` was hit, if it was: dead, stopped, or a kill signal on its way
+    (SIGKILL is pending until the process is next scheduled: read it, don't wait)."""
+    if proc.poll() is not None:
+        return f"killed ({proc.returncode})"
+    try:
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+    except OSError:
+        return "gone"
+    fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+    state = fields.get("State", "")
+    if state.startswith(("Z", "X")):
+        return "killed"
+    if state.startswith(("T", "t")):
+        return "stopped"
+    pending = int(fields.get("ShdPnd", "0").strip(), 16) | int(fields.get("SigPnd", "0").strip(), 16)
+    if pending & ((1 << (9 - 1)) | (1 << (15 - 1)) | (1 << (19 - 1))):  # SIGKILL, SIGTERM, SIGSTOP
+        return "signalled"
+    return None
+
+
 class World:
     """A workspace, an outside folder, a fake home full of secrets, a victim
     process, servers on 127.0.0.1 and secret files in the host's /dev/shm."""
@@ -366,8 +387,9 @@ class World:
             leaked.append("harness-cmdline")
         if leaked:
             found.append(f"secrets in the output: {leaked}")
-        if self.victim.poll() is not None:
-            found.append(f"the test's process was killed ({self.victim.returncode})")
+        hit = _signalled(self.victim)
+        if hit:
+            found.append(f"the test's process was {hit}")
         for name, server in (("tcp", self.tcp), ("udp", self.udp), ("unix", self.unix)):
             if server.hits:
                 found.append(f"the host's {name} server was reached")
