@@ -187,7 +187,11 @@ async def test_output_events_are_whole_lines(tmp_path: Path) -> None:
     events: list[Any] = []
     script = "import sys\nfor i in range(200): sys.stdout.write(f'line {i}\\n')\n"
     (tmp_path / "lines.py").write_text(script)
-    result = await run_command({"command": f"{sys.executable} lines.py"}, _ctx(tmp_path, events))
+    # block-buffered even where PYTHONUNBUFFERED is set around the tests (one write per line
+    # would let a busy machine deliver 200 one-line chunks)
+    result = await run_command(
+        {"command": f"{sys.executable} lines.py", "env": {"PYTHONUNBUFFERED": ""}}, _ctx(tmp_path, events)
+    )
     chunks = [d["text"] for t, d in events if t == "tool.output"]
     assert result.data["exit_code"] == 0
     assert chunks and all(c.endswith("\n") for c in chunks)
