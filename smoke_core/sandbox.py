@@ -157,6 +157,10 @@ class SandboxPolicy:
     writable: tuple[Path, ...] = ()
     read_only: tuple[Path, ...] = ()
     masked: tuple[Path, ...] = ()
+    #: kept visible, read-only, although under a folder the sandbox empties
+    #: (``/tmp``; ``/run`` with the network off): the running Python's
+    #: environment and the ``PATH`` folders (a virtualenv in /tmp, NixOS's /run/current-system)
+    visible: tuple[Path, ...] = ()
     env_names: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -219,12 +223,38 @@ class SandboxPolicy:
             workspace=ws,
             mode=settings.mode,
             network=settings.network,
+            visible=_visible(env, network=settings.network),
             writable=tuple(dict.fromkeys(writable)),
             read_only=tuple(dict.fromkeys(read_only)),
             masked=tuple(existing),
             env_names=tuple(settings.env),
             notes=tuple(notes),
         )
+
+
+def _visible(env: Mapping[str, str], *, network: bool) -> tuple[Path, ...]:
+    """Folders the command needs that lie under a folder the sandbox empties."""
+    import sys
+
+    hidden = [Path("/tmp")] if network else [Path("/tmp"), Path("/run"), Path("/var/run")]
+    candidates = [sys.prefix, sys.base_prefix, os.path.dirname(sys.executable), env.get("VIRTUAL_ENV") or ""]
+    candidates += (env.get("PATH") or "").split(os.pathsep)
+    out: list[Path] = []
+    for raw in candidates:
+        if not raw or not os.path.isabs(raw):
+            continue
+        path = Path(os.path.normpath(raw))
+        root = next((r for r in hidden if r in path.parents), None)
+        if root is None or not path.exists():
+            continue
+        if root == Path("/tmp"):
+            keep = next((d for d in (path, *path.parents) if (d / "pyvenv.cfg").is_file() and root in d.parents),
+                        path.parent if path.name == "bin" else path)
+        else:
+            keep = root / path.relative_to(root).parts[0]  # /run/current-system, /run/wrappers
+        if keep not in out and not any(o in keep.parents for o in out):
+            out.append(keep)
+    return tuple(out)
 
 
 def _homes(env: Mapping[str, str]) -> list[Path]:
@@ -398,11 +428,13 @@ def _bwrap_argv(
         out += ["--unshare-net", "--tmpfs", "/run", "--dir", "/run/lock", "--symlink", "/dev/shm", "/run/shm"]
         if os.path.isdir("/var/run") and not os.path.islink("/var/run"):
             out += ["--tmpfs", "/var/run"]
+    for path in policy.visible:
+        out += ["--ro-bind", str(path), str(path)]
     for path in policy.writable:
         out += ["--bind", str(path), str(path)]
     for path in policy.read_only:
         out += ["--ro-bind", str(path), str(path)]
-    bound = (*policy.writable, *policy.read_only)
+    bound = (*policy.visible, *policy.writable, *policy.read_only)
     hidden = ("/tmp",) if policy.network else ("/tmp", "/run", "/var/run")
     for path in policy.masked:
         if _under(path, hidden) and not _under(path, bound):

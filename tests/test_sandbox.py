@@ -240,6 +240,26 @@ def test_tmp_and_dev_shm_are_private(world: dict[str, Path]) -> None:
 
 
 @needs_bwrap
+def test_a_virtualenv_on_path_under_tmp_stays_visible_and_the_rest_of_tmp_does_not(
+    tmp_path: Path, world: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    tool = venv / "bin" / "smoke-test-tool"
+    tool.write_text("#!/bin/sh\necho tool-ran\n")
+    tool.chmod(0o755)
+    (tmp_path / "beside.txt").write_text("host tmp file\n")
+    monkeypatch.setenv("PATH", f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    policy = SandboxPolicy.from_settings(None, world["ws"])
+    assert venv.resolve() in policy.visible
+    proc = _run(policy, f"smoke-test-tool; cat {tmp_path}/beside.txt; touch {venv}/new; echo rc=$?")
+    assert proc.stdout.splitlines()[0] == "tool-ran"
+    assert "host tmp file" not in proc.stdout  # the rest of the host's /tmp is not there
+    assert "rc=1" in proc.stdout and not (venv / "new").exists()  # visible, not writable
+
+
+@needs_bwrap
 def test_own_pid_namespace_shows_no_other_process(world: dict[str, Path]) -> None:
     proc = _run(SandboxPolicy.from_settings(None, world["ws"]),
                 f"ls /proc | grep -c '^[0-9]'; test -e /proc/{os.getpid()} && echo SEES-HARNESS; echo $$")
