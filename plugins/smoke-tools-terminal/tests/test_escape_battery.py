@@ -266,6 +266,16 @@ def _marked(marker: str) -> list[int]:
     return found
 
 
+def _mount_points_under(root: Path) -> list[str]:
+    """Mount points of this mount namespace under ``root`` (deepest first)."""
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4].encode().decode("unicode_escape")  # octal escapes such as \040
+        if point == str(root) or point.startswith(f"{root}/"):
+            points.append(point)
+    return sorted(points, key=len, reverse=True)
+
+
 def _signalled(proc: subprocess.Popen[bytes]) -> str | None:
     """How ``proc`` was hit, if it was: dead, stopped, or a kill signal on its way
     (SIGKILL is pending until the process is next scheduled: read it, don't wait)."""
@@ -420,9 +430,10 @@ class World:
             server.sock.close()
         for path in (Path("/dev/shm", self.shm), Path("/dev/shm", self.shm + ".new"), Path("/tmp", self.tmpmark)):
             path.unlink(missing_ok=True)
-        mount = self.ws / "m"
-        if mount.is_mount():
-            subprocess.run(["umount", "-l", str(mount)], check=False)
+        # the unsandboxed mount attack leaves a bind mount (same device, so Path.is_mount() cannot tell)
+        for point in _mount_points_under(self.root):
+            subprocess.run(["umount", "-l", point], check=False, capture_output=True)
+        assert not _mount_points_under(self.root), "a mount made by an attack could not be removed"
         for path in self.root.rglob("*"):  # chmod 600 / read-only files must not stop the cleanup
             try:
                 if not path.is_symlink():
