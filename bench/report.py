@@ -145,6 +145,20 @@ def summary(d: dict[str, Any]) -> tuple[str, list[str]]:
         rows.append(["6 Streaming", "deltas per second to `text.delta` listeners",
                      _v(c["smoke"]["deltas_per_s"]), "(no target)", "",
                      f"raw httpx-sse {_v(c['raw']['deltas_per_s'])}/s"])
+    sb = B.get("sandbox")
+    if _err(sb):
+        rows.append(["7 Sandbox", "—", _err(sb), "", "not measured", ""])
+    else:
+        t, d = sb["rows"]["tool"], sb["rows"]["direct"]
+        add("7 Sandbox", "added by bubblewrap to `true` via run_command (median)", f"{_v(sb['added_ms_tool'])} ms",
+            "≤ 15 ms", sb["verdicts"]["added_ms_tool"],
+            f"unsandboxed {_v(t['off']['median_ms'])} → sandboxed {_v(t['required']['median_ms'])} ms; "
+            f"bwrap alone adds {_v(sb['added_ms_direct'])} ms ({_v(d['off']['median_ms'])} → "
+            f"{_v(d['required']['median_ms'])} ms)")
+        r = sb["rows"]["test"]
+        add("7 Sandbox", "run_test on the demo project, sandboxed ÷ unsandboxed (median)",
+            f"{_v(sb['run_test_ratio'])}×", "≤ 1.2×", sb["verdicts"]["run_test_ratio"],
+            f"unsandboxed {_v(r['off']['median_ms'])} ms, sandboxed {_v(r['required']['median_ms'])} ms")
     return _table(["benchmark", "measure", "Smoke", "target", "verdict", "peers, same run"], rows), misses
 
 
@@ -278,6 +292,25 @@ def sec_stream(st: dict[str, Any]) -> str:
     ])
 
 
+def sec_sandbox(sb: dict[str, Any]) -> str:
+    labels = {"tool": "`true` via `run_command`", "direct": "`true` started directly (`prepare` + `subprocess.run`)",
+              "test": "`run_test`: the demo project (`python -m unittest`)"}
+    rows = []
+    for key, label in labels.items():
+        off, on = sb["rows"][key]["off"], sb["rows"][key]["required"]
+        rows.append([label, off["median_ms"], on["median_ms"], round(on["median_ms"] - off["median_ms"], 2),
+                     f"{on['median_ms'] / off['median_ms']:.2f}×", f"{off['min_ms']} / {on['min_ms']}"])
+    return "\n".join([
+        f"{sb['bwrap_version']} ({sb['bwrap']}), {'as root' if sb.get('running_as_root') else 'unprivileged'}"
+        f"{', no nested user namespaces' if sb.get('disable_userns') else ''}. The same command unsandboxed "
+        f"(`sandbox.mode: off`) and sandboxed (`required`), alternating: {sb['runs']} runs of `true` each way, "
+        f"{sb['test_runs']} test runs each way. Tool rows use a real `ToolContext`; the unsandboxed tool row "
+        "includes the /proc scan for leftovers that a sandboxed command does not need (its PID namespace ends "
+        f"with it). The one-time probe (`available()`: a real `bwrap … true`) took {sb['probe_ms']} ms.\n",
+        _table(["command", "unsandboxed ms", "sandboxed ms", "added ms", "ratio", "min ms (off / on)"], rows),
+    ])
+
+
 SECTIONS = [
     ("startup", "1. Start-up", sec_startup),
     ("loop", "2. Loop overhead", sec_loop),
@@ -285,6 +318,7 @@ SECTIONS = [
     ("concurrency", "4. Concurrency", sec_concurrency),
     ("prompt", "5. Prompt overhead", sec_prompt),
     ("stream", "6. Streaming", sec_stream),
+    ("sandbox", "7. Command sandbox", sec_sandbox),
 ]
 
 
@@ -356,6 +390,7 @@ def render(d: dict[str, Any]) -> str:
         "python bench/bench_concurrency.py  # 4: --only smoke|pydantic-ai, --runs 1000",
         "python bench/bench_prompt.py       # 5: needs TIKTOKEN_CACHE_DIR holding o200k_base",
         "python bench/bench_stream.py       # 6: local SSE server, Smoke vs raw httpx-sse",
+        "python bench/bench_sandbox.py      # 7: bubblewrap vs unsandboxed: `true`, run_test on the demo project",
         "python bench/report.py             # re-render this page from bench/results/latest.json",
         "```",
         "",

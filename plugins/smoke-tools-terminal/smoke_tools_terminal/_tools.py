@@ -2,24 +2,37 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import signal
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from smoke_core import sandbox
 from smoke_core.context import ToolContext
-from smoke_core.errors import ToolError
+from smoke_core.errors import AgentErrorInfo, ToolError
+from smoke_core.sandbox import Launch, SandboxPolicy, SandboxSettings, SandboxUnavailable
 from smoke_core.tools import ToolAnnotations, ToolDefinition, ToolPresentation, ToolResult
 
-from . import _process
-from ._process import BackgroundProcess, OutputCapture
+from . import _kill, _process
+from ._process import BackgroundProcess, CommandOutput
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
-#: Characters of output kept for the model; the rest goes to the spill file.
+#: Characters of output kept for the model; the rest goes to the log file.
 DEFAULT_OUTPUT_LIMIT = 16_000
+#: Bytes a command's log file (foreground spill or background log) may hold: head and tail.
+DEFAULT_LOG_LIMIT = 50_000_000
+#: Characters of live ``tool.output`` per command (the result and the log have the rest).
+DEFAULT_LIVE_OUTPUT_LIMIT = 2_000_000
 #: ``ctx.state`` key holding ``{pid: BackgroundProcess}`` for the run.
 STATE_KEY = "smoke_tools_terminal.background"
+#: ``ctx.state`` key: the run was already warned about the sandbox.
+WARNED_KEY = "smoke_tools_terminal.sandbox_warned"
+BADGE = "🔒 sandboxed"
 #: Every background process still tracked, by pid (for ``close_agent``).
 LIVE: dict[int, BackgroundProcess] = {}
 
@@ -118,11 +131,72 @@ def _timeout(ctx: ToolContext, timeout_ms: int | None) -> tuple[float, str | Non
     return ms / 1000, note
 
 
-def _env(extra: dict[str, Any] | None) -> dict[str, str]:
+def sandbox_settings(ctx: ToolContext) -> SandboxSettings:
+    """The agent's ``sandbox:`` settings (``options.sandbox``; a ``sandbox``
+    key when options are a plain mapping, as in tests; else the defaults)."""
+    options = ctx.options
+    value = getattr(options, "sandbox", None)
+    if value is None and isinstance(options, Mapping):
+        value = options.get("sandbox")
+    if value is None:
+        return SandboxSettings()
+    if isinstance(value, SandboxSettings):
+        return value
     try:
-        return _process.command_env(extra)
+        return SandboxSettings.model_validate(value)
+    except ValidationError as exc:
+        raise ToolError(f"the sandbox settings are invalid ({exc.errors()[0]['msg']}); fix `sandbox:`") from None
+
+
+def _launch(
+    ctx: ToolContext, command: str, cwd: Path, model_env: dict[str, Any] | None
+) -> tuple[Launch, SandboxPolicy, str]:
+    """How the command starts (sandboxed or not, per ``sandbox.mode``), the
+    policy, and the command's cookie."""
+    settings = sandbox_settings(ctx)
+    cookie = _kill.new_cookie()
+    try:
+        extra = _process.extra_env(model_env, cookie)
     except ValueError as exc:
         raise ToolError(f"{exc}; fix the env argument and call again") from None
+    root = ctx.workspace.root
+    if settings.mode != "off":
+        # Smoke's own folder exists before any command runs, so the sandbox can
+        # keep it read-only (a command could otherwise create .smoke/config.yaml).
+        try:
+            (root / ".smoke").mkdir(exist_ok=True)
+        except OSError:
+            pass  # a read-only workspace: no command can create it either
+    policy = SandboxPolicy.from_settings(settings, root)
+    try:
+        launch = sandbox.prepare(_process.shell_argv(command), policy, cwd=cwd, extra_env=extra)
+    except SandboxUnavailable as exc:
+        raise ToolError(str(exc)) from None
+    _warn_once(ctx, launch, policy)
+    return launch, policy, cookie
+
+
+def _warn_once(ctx: ToolContext, launch: Launch, policy: SandboxPolicy) -> None:
+    """One ``run.warning`` per run when commands run unsandboxed in ``auto``
+    mode, or when part of the sandbox settings could not be applied."""
+    messages = []
+    if launch.fallback:
+        messages.append(
+            f"commands run WITHOUT a sandbox: {launch.fallback}. Set `sandbox.mode: required` to refuse "
+            "unsandboxed commands, or `sandbox.mode: off` to run them so without this warning"
+        )
+    messages.extend(policy.notes)
+    if not messages or ctx.state.get(WARNED_KEY):
+        return
+    ctx.state[WARNED_KEY] = True
+    info = AgentErrorInfo.from_code(
+        "tool_failed",
+        "; ".join(messages),
+        severity="warning",
+        hint=sandbox.INSTALL_HINT if launch.fallback else "Fix the sandbox settings.",
+        details={"sandbox": sandbox.status().to_dict(), "tool_name": ctx.tool_name},
+    )
+    ctx.emit("run.warning", {"error": info.to_dict(), "attempt": None, "retry_in_ms": None})
 
 
 def _check_command(command: Any) -> str:
@@ -149,29 +223,31 @@ async def _execute(
     command = _check_command(input.get("command"))
     cwd = _resolve_workdir(ctx, input.get("workdir"))
     timeout_s, timeout_note = _timeout(ctx, input.get("timeout_ms"))
-    env = _env(input.get("env"))
-    limit = int(_option(ctx, "terminal_output_limit", DEFAULT_OUTPUT_LIMIT))
-    spill = lambda: ctx.artifacts_dir / f"{_process.safe_file_stem(ctx.tool_call_id)}.log"  # noqa: E731
-    capture = OutputCapture(limit, spill, head_share=head_share)
-
-    def on_output(text: str, stream: str) -> None:
-        capture.write(text)
-        ctx.emit_output(text, stream=stream)
-
+    launch, policy, cookie = _launch(ctx, command, cwd, input.get("env"))
+    output = CommandOutput(
+        limit=int(_option(ctx, "terminal_output_limit", DEFAULT_OUTPUT_LIMIT)),
+        head_share=head_share,
+        log_path=lambda: ctx.artifacts_dir / f"{_process.safe_file_stem(ctx.tool_call_id)}.log",
+        log_limit=int(_option(ctx, "terminal_log_limit", DEFAULT_LOG_LIMIT)),
+        live_limit=int(_option(ctx, "terminal_live_output_limit", DEFAULT_LIVE_OUTPUT_LIMIT)),
+        emit=lambda text, stream: ctx.emit_output(text, stream=stream),
+    )
     try:
-        outcome = await _process.run_in_group(
-            _process.shell_argv(command),
+        outcome = await _process.run_command(
+            launch.argv,
             cwd=cwd,
-            env=env,
+            env=launch.env,
+            cookie=cookie,
             timeout_s=timeout_s,
             cancelled=ctx.cancelled,
-            on_output=on_output,
+            output=output,
+            sandboxed=launch.sandboxed,
         )
     except RuntimeError as exc:
         raise ToolError(f"{exc}; check the command and the workdir") from None
     finally:
-        capture.close()
-    output = capture.render(ctx.workspace.relative)
+        output.finish()
+    text = output.render(ctx.workspace.relative)
     notes: list[str] = []
     if timeout_note:
         notes.append(timeout_note)
@@ -182,32 +258,51 @@ async def _execute(
         "duration_ms": round(outcome.duration_ms, 1),
         "pid": outcome.pid,
         "workdir": ctx.workspace.relative(cwd),
-        "output_chars": capture.total_chars,
-        "truncated": capture.truncated,
+        "output_chars": output.total_chars,
+        "output_bytes": output.total_bytes,
+        "truncated": output.truncated,
+        "sandboxed": launch.sandboxed,
     }
-    if capture.path is not None:
-        data["log_path"] = str(capture.path)
+    if output.log is not None:
+        data["log_path"] = str(output.log.path)
+        if output.log.cut:
+            data["log_cut_bytes"] = output.log.cut
+    if output.live_stopped:
+        data["live_output_stopped"] = True
     sig = _signal_name(outcome.exit_code)
+    code = outcome.exit_code
+    if sig is None and launch.sandboxed and (outcome.timed_out or outcome.aborted) and code is not None and code > 128:
+        sig = _signal_name(128 - code)  # bwrap reports a command killed by signal N as exit code 128 + N
     if sig:
         data["signal"] = sig
+    report = outcome.stopped
+    if report.stopped:
+        data["stopped_processes"] = report.to_list()
+    if report.survivors:
+        data["survivors"] = [{"pid": pid, "name": name} for pid, name in report.survivors]
+    what = f"stopped {report.describe()}" if report else "nothing was left to stop"
+    namespace = " (it ran in the sandbox's own PID namespace, which ends with it)" if launch.sandboxed else ""
     if outcome.timed_out:
         notes.append(
-            f"timed out after {timeout_s:g} s: the command and every process it started were killed. "
+            f"timed out after {timeout_s:g} s; {what}: the command and everything it started{namespace}. "
             f"Raise timeout_ms (at most {MAX_TIMEOUT_MS}), run a narrower command, or use background: true for servers"
         )
     elif outcome.aborted:
-        notes.append(
-            "aborted: the run was stopped, so the command and every process it started were killed"
-        )
+        notes.append(f"aborted: the run was stopped; {what}: the command and everything it started{namespace}")
     if outcome.leftovers_stopped and not (outcome.timed_out or outcome.aborted):
         notes.append(
-            "processes the command left running were stopped; use background: true to keep a server running"
+            f"the command left processes running; {what}. Use background: true to keep a server running"
         )
     if outcome.exit_code == 127 and not outcome.timed_out:
         notes.append(
             "exit code 127 means the command was not found: check the program name, PATH, or install it"
         )
-    return data, output, notes
+    if launch.sandboxed and not (outcome.timed_out or outcome.aborted):
+        refusals = sandbox.explain_refusal(text, policy, exit_code=outcome.exit_code)
+        if refusals:
+            data["sandbox_refused"] = [r["kind"] for r in refusals]
+            notes.extend(r["message"] for r in refusals)
+    return data, text, notes
 
 
 def _status_line(data: dict[str, Any]) -> str:
@@ -221,7 +316,9 @@ def _status_line(data: dict[str, Any]) -> str:
 
 def _result(text: str, data: dict[str, Any], ok: bool) -> ToolResult:
     result = ToolResult.text(text, data=data)
-    result.presentation = ToolPresentation(tone="success" if ok else "error")
+    result.presentation = ToolPresentation(
+        tone="success" if ok else "error", badge=BADGE if data.get("sandboxed") else None
+    )
     return result
 
 
@@ -246,32 +343,40 @@ async def run_command(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
 async def _run_background(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
     command = _check_command(input.get("command"))
     cwd = _resolve_workdir(ctx, input.get("workdir"))
-    env = _env(input.get("env"))
+    launch, _policy, cookie = _launch(ctx, command, cwd, input.get("env"))
     log_path = ctx.artifacts_dir / f"{_process.safe_file_stem(ctx.tool_call_id)}.log"
-    import asyncio
-
     try:
-        popen = await asyncio.to_thread(
+        popen, tracked, log, drain = await asyncio.to_thread(
             _process.start_background,
-            _process.shell_argv(command),
+            launch.argv,
             cwd=cwd,
-            env=env,
+            env=launch.env,
+            cookie=cookie,
             log_path=log_path,
+            log_limit=int(_option(ctx, "terminal_log_limit", DEFAULT_LOG_LIMIT)),
         )
     except (OSError, ValueError) as exc:
         raise ToolError(
             f"could not start the command: {exc}; check the command and the workdir"
         ) from None
     bg = BackgroundProcess(
-        pid=popen.pid, command=command, log_path=log_path, popen=popen, owner=id(ctx.options)
+        pid=popen.pid, command=command, log_path=log_path, popen=popen, owner=id(ctx.options),
+        tracked=tracked, log=log, drain=drain, sandboxed=launch.sandboxed,
     )
     ctx.state.setdefault(STATE_KEY, {})[bg.pid] = bg
     LIVE[bg.pid] = bg
     rel = ctx.workspace.relative(log_path)
+    if launch.sandboxed:
+        how = (
+            "It runs in its own sandbox: other commands cannot signal it"
+            + ("" if _policy.network else ", nor reach its ports (each command has its own loopback network)")
+            + ". It is stopped when the run ends."
+        )
+    else:
+        how = f"It is stopped when the run ends; stop it earlier with run_command `kill -TERM -{bg.pid}`."
     text = (
-        f"Started in the background: pid {bg.pid} (its own process group), in {ctx.workspace.relative(cwd)}.\n"
-        f"Output goes to {rel}; read it with read_file (or `tail -n 50 {rel}` via run_command).\n"
-        f"It is stopped when the run ends; stop it earlier with run_command `kill -TERM -{bg.pid}`."
+        f"Started in the background: pid {bg.pid}, in {ctx.workspace.relative(cwd)}.\n"
+        f"Output goes to {rel}; read it with read_file (or `tail -n 50 {rel}` via run_command).\n{how}"
     )
     data = {
         "pid": bg.pid,
@@ -280,14 +385,13 @@ async def _run_background(input: dict[str, Any], ctx: ToolContext) -> ToolResult
         "exit_code": None,
         "timed_out": False,
         "workdir": ctx.workspace.relative(cwd),
+        "sandboxed": launch.sandboxed,
     }
     return _result(text, data, True)
 
 
 async def stop_tracked(processes: list[BackgroundProcess]) -> list[int]:
-    """Stop background processes (whole groups) and forget them. Returns the pids."""
-    import asyncio
-
+    """Stop background processes (and everything they started) and forget them. Returns the pids."""
     await asyncio.gather(
         *(_process.stop_background(bg) for bg in processes), return_exceptions=True
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import sys
 import time
 from pathlib import Path
@@ -13,9 +14,21 @@ import smoke_tools_terminal
 from smoke_tools_terminal import _tools
 from smoke_tools_terminal._tools import build_tools, run_command, run_test, summarize_tests
 
-from smoke_core import create_agent
+from smoke_core import create_agent, sandbox
 from smoke_core.errors import ToolError
 from smoke_core.testing import ScriptedProvider, make_tool_context
+
+#: Tests that watch processes run twice: unsandboxed, and in the bwrap sandbox
+#: (where pids printed by the command are the sandbox's own, so processes are
+#: found on the host by a unique marker in their command line instead).
+MODES = [
+    pytest.param("off", id="unsandboxed"),
+    pytest.param(
+        "required",
+        id="sandboxed",
+        marks=pytest.mark.skipif(not sandbox.available(), reason=f"no sandbox here: {sandbox.status().reason()}"),
+    ),
+]
 
 # ---------------------------------------------------------------- helpers
 
@@ -40,7 +53,9 @@ async def _gone(pid: int, limit_s: float = 10.0) -> bool:
     return True
 
 
-def _ctx(tmp_path: Path, events: list[Any] | None = None, **options: Any) -> Any:
+def _ctx(tmp_path: Path, events: list[Any] | None = None, *, mode: str | None = None, **options: Any) -> Any:
+    if mode is not None:
+        options["sandbox"] = {"mode": mode}
     return make_tool_context(
         tmp_path,
         tool_name="run_command",
@@ -52,6 +67,51 @@ def _ctx(tmp_path: Path, events: list[Any] | None = None, **options: Any) -> Any
 
 def _pids(text: str) -> list[int]:
     return [int(line) for line in text.splitlines() if line.strip().isdigit()]
+
+
+def _marker() -> str:
+    """A unique ``sleep`` duration: finds the command's processes on the host."""
+    return f"{300 + random.random():.6f}"
+
+
+def _with_marker(marker: str) -> list[int]:
+    """Live processes whose command line holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (entry / "cmdline").read_bytes() and _alive(int(entry.name)):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+async def _all_gone(marker: str, limit_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + limit_s
+    while _with_marker(marker):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.01)
+    return True
+
+
+class _Watch(list):  # type: ignore[type-arg]
+    """An event list that records, at the first output, the processes carrying ``marker``."""
+
+    def __init__(self, marker: str, then: Any = None) -> None:
+        super().__init__()
+        self.marker = marker
+        self.seen: list[int] = []
+        self.then = then
+
+    def append(self, item: Any) -> None:
+        super().append(item)
+        if item[0] == "tool.output" and not self.seen:
+            self.seen = _with_marker(self.marker)
+            if self.then is not None:
+                self.then()
 
 
 def _agent(tmp_path: Path, turns: list[Any], **kw: Any) -> Any:
@@ -127,7 +187,11 @@ async def test_output_events_are_whole_lines(tmp_path: Path) -> None:
     events: list[Any] = []
     script = "import sys\nfor i in range(200): sys.stdout.write(f'line {i}\\n')\n"
     (tmp_path / "lines.py").write_text(script)
-    result = await run_command({"command": f"{sys.executable} lines.py"}, _ctx(tmp_path, events))
+    # block-buffered even where PYTHONUNBUFFERED is set around the tests (one write per line
+    # would let a busy machine deliver 200 one-line chunks)
+    result = await run_command(
+        {"command": f"{sys.executable} lines.py", "env": {"PYTHONUNBUFFERED": ""}}, _ctx(tmp_path, events)
+    )
     chunks = [d["text"] for t, d in events if t == "tool.output"]
     assert result.data["exit_code"] == 0
     assert chunks and all(c.endswith("\n") for c in chunks)
@@ -239,28 +303,40 @@ async def test_event_loop_is_not_blocked_while_a_command_runs(tmp_path: Path) ->
     assert "saw-flag" in result.text_content()
 
 
-# ---------------------------------------------------------------- killing process groups
+# ---------------------------------------------------------------- killing everything a command started
 
 
-async def test_timeout_kills_the_whole_group_including_grandchildren(tmp_path: Path) -> None:
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+async def test_timeout_kills_the_whole_group_including_grandchildren(tmp_path: Path, mode: str) -> None:
+    m = _marker()
+    events = _Watch(m)
     result = await run_command(
-        {"command": "sleep 300 & echo $!; wait", "timeout_ms": 1500}, _ctx(tmp_path)
+        {"command": f"sleep {m} & echo started; wait", "timeout_ms": 1500}, _ctx(tmp_path, events, mode=mode)
     )
     assert result.is_error is False
     assert result.data["timed_out"] is True
     assert result.data["exit_code"] != 0
+    assert result.data["signal"] == "SIGTERM"
     assert "timed out" in result.text_content()
-    [grandchild] = _pids(result.text_content())
-    assert await _gone(grandchild), f"grandchild sleep {grandchild} survived the timeout"
+    assert events.seen, "the grandchild sleep never ran"
+    assert await _all_gone(m), "the grandchild sleep survived the timeout"
     assert await _gone(result.data["pid"])
+    stopped = {p["pid"] for p in result.data["stopped_processes"]}
+    assert set(events.seen) <= stopped  # the result names what it killed
+    assert f"stopped {len(stopped)} processes" in result.text_content()
 
 
-async def test_term_ignoring_group_is_killed(tmp_path: Path) -> None:
-    command = "trap '' TERM; sh -c 'trap \"\" TERM; sleep 300' & echo $!; wait"
-    result = await run_command({"command": command, "timeout_ms": 1500}, _ctx(tmp_path))
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+async def test_term_ignoring_group_is_killed(tmp_path: Path, mode: str) -> None:
+    m = _marker()
+    events = _Watch(m)
+    command = f"trap '' TERM; sh -c 'trap \"\" TERM; sleep {m}' & echo started; wait"
+    result = await run_command({"command": command, "timeout_ms": 1500}, _ctx(tmp_path, events, mode=mode))
     assert result.data["timed_out"] is True
-    [grandchild] = _pids(result.text_content())
-    assert await _gone(grandchild)
+    assert events.seen
+    assert await _all_gone(m)
 
 
 async def test_timeout_above_the_limit_is_capped(tmp_path: Path) -> None:
@@ -270,59 +346,77 @@ async def test_timeout_above_the_limit_is_capped(tmp_path: Path) -> None:
     assert "400 was used" in result.text_content()
 
 
-async def test_leftover_processes_holding_the_output_are_stopped(tmp_path: Path) -> None:
-    result = await run_command({"command": "sleep 300 & echo $!"}, _ctx(tmp_path))
-    [leftover] = _pids(result.text_content())
+def _go(tmp_path: Path) -> Any:
+    return lambda: (tmp_path / "go").write_text("1")
+
+
+#: waits (bounded) for the test to create ``go``: the test has seen the processes by then
+_WAIT_GO = "for i in $(seq 1000); do [ -f go ] && break; sleep 0.01; done"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+async def test_leftover_processes_holding_the_output_are_stopped(tmp_path: Path, mode: str) -> None:
+    m = _marker()
+    events = _Watch(m, then=_go(tmp_path))
+    result = await run_command(
+        {"command": f"sleep {m} & echo started; {_WAIT_GO}"}, _ctx(tmp_path, events, mode=mode)
+    )
     assert result.data["exit_code"] == 0
     assert result.data["timed_out"] is False
-    assert "left running were stopped" in result.text_content()
-    assert await _gone(leftover)
+    assert events.seen
+    assert await _all_gone(m)
+    if mode == "off":  # sandboxed, the PID namespace ended with the command: nothing was left to stop
+        assert "left processes running" in result.text_content()
 
 
-async def test_detached_leftovers_are_stopped(tmp_path: Path) -> None:
-    result = await run_command({"command": "sleep 300 >/dev/null 2>&1 & echo $!"}, _ctx(tmp_path))
-    [leftover] = _pids(result.text_content())
+@pytest.mark.parametrize("mode", MODES)
+async def test_detached_leftovers_are_stopped(tmp_path: Path, mode: str) -> None:
+    m = _marker()
+    events = _Watch(m, then=_go(tmp_path))
+    result = await run_command(
+        {"command": f"sleep {m} >/dev/null 2>&1 & echo started; {_WAIT_GO}"}, _ctx(tmp_path, events, mode=mode)
+    )
     assert result.data["exit_code"] == 0
-    assert await _gone(leftover)
+    assert events.seen
+    assert await _all_gone(m)
 
 
-async def test_cancelled_event_kills_the_group(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", MODES)
+async def test_cancelled_event_kills_the_group(tmp_path: Path, mode: str) -> None:
+    m = _marker()
     holder: list[Any] = []
-
-    class AbortOnOutput(list):  # type: ignore[type-arg]
-        def append(self, item: Any) -> None:
-            super().append(item)
-            if item[0] == "tool.output":
-                holder[0].cancelled.set()
-
-    ctx = _ctx(tmp_path, AbortOnOutput())
+    events = _Watch(m, then=lambda: holder[0].cancelled.set())
+    ctx = _ctx(tmp_path, events, mode=mode)
     holder.append(ctx)
-    result = await run_command({"command": "sleep 300 & echo $!; wait", "timeout_ms": 60_000}, ctx)
+    result = await run_command({"command": f"sleep {m} & echo started; wait", "timeout_ms": 60_000}, ctx)
     assert result.data["aborted"] is True
     assert result.data["timed_out"] is False
     assert "aborted" in result.text_content()
-    [grandchild] = _pids(result.text_content())
-    assert await _gone(grandchild)
+    assert events.seen
+    assert await _all_gone(m)
 
 
-async def test_abort_during_a_run_kills_the_group(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", MODES)
+async def test_abort_during_a_run_kills_the_group(tmp_path: Path, mode: str) -> None:
+    m = _marker()
     turns = [
         {
             "tool_calls": [
                 {
                     "id": "c1",
                     "name": "run_command",
-                    "input": {"command": "sleep 300 & echo $!; wait"},
+                    "input": {"command": f"sleep {m} & echo started; wait"},
                 }
             ]
         },
         "never reached",
     ]
-    agent = _agent(tmp_path, turns)
+    agent = _agent(tmp_path, turns, sandbox={"mode": mode})
     seen: list[int] = []
 
     def on_output(event: Any) -> None:
-        seen.extend(_pids(event.data["text"]))
+        seen.extend(_with_marker(m))
         agent.abort()
 
     agent.on("tool.output", on_output)
@@ -330,8 +424,8 @@ async def test_abort_during_a_run_kills_the_group(tmp_path: Path) -> None:
     agent.on("tool.completed", lambda e: completed.append(e.data))
     result = await agent.run("run something long")
     assert result.status == "interrupted"
-    assert len(seen) == 1
-    assert await _gone(seen[0]), "the grandchild sleep survived agent.abort()"
+    assert seen
+    assert await _all_gone(m), "the grandchild sleep survived agent.abort()"
     assert completed and completed[0]["error"]["code"] == "tool_cancelled"
 
 
@@ -392,23 +486,25 @@ async def test_close_agent_stops_background_processes(tmp_path: Path) -> None:
     assert pid not in _tools.LIVE
 
 
-async def test_after_run_stops_the_whole_background_group(tmp_path: Path) -> None:
-    ctx = make_tool_context(tmp_path, tool_call_id="bg3")
+@pytest.mark.parametrize("mode", MODES)
+async def test_after_run_stops_the_whole_background_group(tmp_path: Path, mode: str) -> None:
+    m = _marker()
+    ctx = make_tool_context(tmp_path, tool_call_id="bg3", options={"sandbox": {"mode": mode}})
     result = await run_command(
-        {"command": "sleep 300 & echo $! > child.pid; wait", "background": True}, ctx
+        {"command": f"sleep {m} & echo started > child.started; wait", "background": True}, ctx
     )
-    pidfile = tmp_path / "child.pid"
+    marker = tmp_path / "child.started"
     deadline = time.monotonic() + 10
-    while not pidfile.exists() or not pidfile.read_text().strip():
+    while not marker.exists() or not marker.read_text().strip():
         assert time.monotonic() < deadline
         await asyncio.sleep(0.01)
-    child = int(pidfile.read_text())
+    assert _with_marker(m)
 
     class Run:
         state = ctx.state
 
     await smoke_tools_terminal.after_run(Run())  # type: ignore[arg-type]
-    assert await _gone(child)
+    assert await _all_gone(m)
     assert await _gone(result.data["pid"])
     assert _tools.STATE_KEY not in ctx.state
 
