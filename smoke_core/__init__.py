@@ -61,34 +61,34 @@ __all__ = [
 ]
 
 _LAZY: dict[str, str] = {
-    "COMMAND_TOOLS": "tools",
-    "FILE_MUTATING_TOOLS": "tools",
-    "PHASES": "tools",
-    "PHASE_TOOLS": "tools",
-    "READ_ONLY_TOOLS": "tools",
-    "SEARCH_FAMILY_TOOLS": "tools",
-    "TOOL_GROUPS": "tools",
-    "ToolAnnotations": "tools",
-    "ToolDefinition": "tools",
-    "ToolPresentation": "tools",
-    "ToolRegistry": "tools",
-    "ToolResult": "tools",
-    "tool": "tools",
-    "ERROR_CODES": "errors",
-    "AgentError": "errors",
-    "AgentErrorInfo": "errors",
-    "ToolError": "errors",
-    "EVENT_TYPES": "events",
-    "Event": "events",
+    "COMMAND_TOOLS": "_tools",
+    "FILE_MUTATING_TOOLS": "_tools",
+    "PHASES": "_tools",
+    "PHASE_TOOLS": "_tools",
+    "READ_ONLY_TOOLS": "_tools",
+    "SEARCH_FAMILY_TOOLS": "_tools",
+    "TOOL_GROUPS": "_tools",
+    "ToolAnnotations": "_tools",
+    "ToolDefinition": "_tools",
+    "ToolPresentation": "_tools",
+    "ToolRegistry": "_tools",
+    "ToolResult": "_tools",
+    "tool": "_tool_decorator",
+    "ERROR_CODES": "_errors",
+    "AgentError": "_errors",
+    "AgentErrorInfo": "_errors",
+    "ToolError": "_errors",
+    "EVENT_TYPES": "_events",
+    "Event": "_events",
     "Image": "_images",
-    "Agent": "agent",
-    "create_agent": "agent",
-    "AgentOptions": "options",
-    "Guards": "options",
-    "MemoryStore": "store",
-    "Store": "store",
-    "PermissionGate": "permissions",
-    "PermissionRequest": "permissions",
+    "Agent": "_agent",
+    "create_agent": "_factory",
+    "AgentOptions": "_options",
+    "Guards": "_options",
+    "MemoryStore": "_store",
+    "Store": "_store",
+    "PermissionGate": "_permissions",
+    "PermissionRequest": "_permissions",
     "Provider": "providers",
     "ModelRequest": "providers",
     "RetryPolicy": "providers",
@@ -98,11 +98,11 @@ _LAZY: dict[str, str] = {
     "Usage": "providers",
     "UsageReport": "providers",
     "Finished": "providers",
-    "RunHandle": "run",
-    "RunResult": "run",
-    "ToolContext": "context",
-    "Workspace": "workspace",
-    "WorkspaceError": "workspace",
+    "RunHandle": "_run",
+    "RunResult": "_run",
+    "ToolContext": "_context",
+    "Workspace": "_workspace",
+    "WorkspaceError": "_workspace",
 }
 
 
@@ -120,27 +120,18 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from ._agent import Agent
+    from ._context import ToolContext
+    from ._errors import ERROR_CODES, AgentError, AgentErrorInfo, ToolError
+    from ._events import EVENT_TYPES, Event
+    from ._factory import create_agent
     from ._images import Image
-    from .agent import Agent, create_agent
-    from .context import ToolContext
-    from .errors import ERROR_CODES, AgentError, AgentErrorInfo, ToolError
-    from .events import EVENT_TYPES, Event
-    from .options import AgentOptions, Guards
-    from .permissions import PermissionGate, PermissionRequest
-    from .providers import (
-        Finished,
-        ModelRequest,
-        Provider,
-        RetryPolicy,
-        TextDelta,
-        ThoughtDelta,
-        ToolCallRequest,
-        Usage,
-        UsageReport,
-    )
-    from .run import RunHandle, RunResult
-    from .store import MemoryStore, Store
-    from .tools import (
+    from ._options import AgentOptions, Guards
+    from ._permissions import PermissionGate, PermissionRequest
+    from ._run import RunHandle, RunResult
+    from ._store import MemoryStore, Store
+    from ._tool_decorator import tool
+    from ._tools import (
         COMMAND_TOOLS,
         FILE_MUTATING_TOOLS,
         PHASE_TOOLS,
@@ -153,6 +144,16 @@ if TYPE_CHECKING:
         ToolPresentation,
         ToolRegistry,
         ToolResult,
-        tool,
     )
-    from .workspace import Workspace, WorkspaceError
+    from ._workspace import Workspace, WorkspaceError
+    from .providers import (
+        Finished,
+        ModelRequest,
+        Provider,
+        RetryPolicy,
+        TextDelta,
+        ThoughtDelta,
+        ToolCallRequest,
+        Usage,
+        UsageReport,
+    )

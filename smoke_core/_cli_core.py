@@ -24,8 +24,8 @@ def _inspection_agent(workspace: str, *, quiet: bool = False) -> Any:
     have. ``quiet``: the command prints the settings warnings itself."""
     import logging
 
-    from .agent import create_agent
-    from .config import ConfigError
+    from ._config import ConfigError
+    from ._factory import create_agent
 
     logger = logging.getLogger("smoke")
     level = logger.level
@@ -52,7 +52,7 @@ class _NoProvider:
 
 def plugins_impl(as_json: bool) -> None:
     """List plugins: distribution, version, hooks implemented, load errors."""
-    from .plugins import plugin_report
+    from ._plugins import plugin_report
 
     infos = plugin_report()
     rows: list[dict[str, Any]] = [
@@ -119,9 +119,9 @@ def tools_impl(workspace: str, as_json: bool) -> None:
 
 def trust_impl(path: str, *, revoke: bool, list_: bool) -> None:
     """``smoke trust [PATH]``, ``--revoke``, ``--list``."""
-    from .config import ConfigError
+    from ._config import ConfigError
+    from ._settings_files import _norm_folder
     from .settings import (
-        _norm_folder,
         managed_settings_path,
         revoke_folder,
         trust_folder,

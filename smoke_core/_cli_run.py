@@ -2,6 +2,11 @@
 commands themselves are in ``_commands``, which imports nothing heavy).
 
 Exit status: 0 completed, 1 failed, 2 usage error, 130 interrupted.
+
+Why this module is long: the terminal front end (rendering events with rich,
+the approval and question prompts, trust offers) and ``smoke run`` /
+``demo`` / ``sessions`` share the rendering; it is loaded only when a
+command runs.
 """
 
 from __future__ import annotations
@@ -444,9 +449,10 @@ def _open_store(workspace: Path, *, new_session: bool = False) -> Any:
 def run_impl(task: str, workspace: str, provider: str | None, model: str | None, base_url: str | None,
                 session: str | None, yes: bool, as_json: bool, max_steps: int | None) -> None:
     """Run TASK with a model in the workspace."""
-    from .agent import _warn_once, create_agent, new_session_id
-    from .config import ConfigError, NoProviderError, detect_provider
-    from .plugins import collect_providers, create_plugin_manager
+    from ._agent import new_session_id
+    from ._config import ConfigError, NoProviderError, detect_provider
+    from ._factory import _warn_once, create_agent
+    from ._plugins import collect_providers, create_plugin_manager
     from .settings import choose_provider, collect_setting_specs, resolve_settings
 
     if not task.strip():
@@ -526,7 +532,7 @@ def demo_impl(yes: bool, as_json: bool, workspace: str | None) -> None:
     """Watch a simulated model fix a real bug with the real harness (offline, no key)."""
     import subprocess
 
-    from .config import ConfigError
+    from ._config import ConfigError
     from .demo import DEMO_TASK, SIMULATION_LABEL, create_demo_agent
 
     # approvals go through the gate (auto_approve), so an ask rule still asks

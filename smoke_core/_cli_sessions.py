@@ -21,8 +21,8 @@ def open_cli_store(workspace: Path, *, new_session: bool = False) -> Any:
     exit status 2, except for a new session: the damaged file is then moved
     aside (kept) and a fresh one started, with a warning on stderr (logged
     by the store)."""
-    from .sqlite_store import SQLiteStore
-    from .store import StoreCorruptError
+    from ._sqlite_store import SQLiteStore
+    from ._store import StoreCorruptError
 
     try:
         return SQLiteStore(sessions_db(workspace), on_corrupt="start_fresh" if new_session else "raise")
@@ -33,7 +33,7 @@ def open_cli_store(workspace: Path, *, new_session: bool = False) -> Any:
 
 def doctor_impl(workspace: Path, source: str | None) -> None:
     """Check the workspace's session database; salvage what can be read."""
-    from .sqlite_store import check_database, move_aside, salvage_sessions
+    from ._sqlite_store import check_database, move_aside, salvage_sessions
 
     db = sessions_db(workspace)
     if source is not None:

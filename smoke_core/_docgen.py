@@ -112,7 +112,7 @@ def render_tools() -> str:
     import tempfile
 
     from ._cli_core import _NoProvider
-    from .agent import create_agent
+    from ._factory import create_agent
 
     plugins = [importlib.import_module(m) for m in FIRST_PARTY_TOOL_PLUGINS]
     with tempfile.TemporaryDirectory() as tmp:

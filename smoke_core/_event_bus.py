@@ -3,7 +3,7 @@
 A listener that raises never breaks the run (it is logged); an ``async``
 listener is scheduled on the running loop and kept referenced until done.
 A run emits through :meth:`EventBus.emitter`, which builds no
-:class:`~smoke_core.events.Event` at all when nobody listens for its type.
+:class:`~smoke_core.plugin.Event` at all when nobody listens for its type.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from .events import Event
+from ._events import Event
 
 log = logging.getLogger("smoke")
 

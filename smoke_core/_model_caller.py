@@ -11,14 +11,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ._compaction import summarise_with
+from ._errors import AgentError, AgentErrorInfo
 from ._event_bus import Emit
 from ._hooks import HookRunner
+from ._messages import Message
+from ._options import Guards
 from ._pricing import price_usd
 from ._run_state import RunFailed, RunState
-from .compaction import summarise_with
-from .errors import AgentError, AgentErrorInfo
-from .messages import Message
-from .options import Guards
 from .providers import (
     Finished,
     ModelRequest,

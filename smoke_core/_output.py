@@ -14,8 +14,9 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from .errors import AgentErrorInfo, ToolError
-from .tools import ToolAnnotations, ToolDefinition, ToolPresentation, tool_schema_generator
+from ._errors import AgentErrorInfo, ToolError
+from ._tool_decorator import tool_schema_generator
+from ._tools import ToolAnnotations, ToolDefinition, ToolPresentation
 
 FINAL_RESULT = "final_result"
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import AgentErrorInfo
-from .messages import Message
+from ._errors import AgentErrorInfo
+from ._messages import Message
+from ._tools import ToolDefinition
 from .providers import Usage
-from .tools import ToolDefinition
 
 
 class RunFailed(Exception):

@@ -17,19 +17,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ._context import ToolContext
+from ._errors import AgentError, AgentErrorInfo, ToolError
 from ._event_bus import Emit
 from ._hooks import HookRunner
 from ._instructions import nested_instructions
+from ._options import Guards
 from ._output import FINAL_RESULT
 from ._pauses import PauseBroker
+from ._permissions import PermissionGate, PermissionRequest
 from ._run_state import RunState
-from .context import ToolContext
-from .errors import AgentError, AgentErrorInfo, ToolError
-from .options import Guards
-from .permissions import PermissionGate, PermissionRequest
+from ._tools import ToolDefinition, ToolRegistry, ToolResult
+from ._workspace import Workspace
 from .secrets import Redactor
-from .tools import ToolDefinition, ToolRegistry, ToolResult
-from .workspace import Workspace
 
 Outcome = tuple[ToolResult, AgentErrorInfo | None, bool, dict[str, Any]]
 

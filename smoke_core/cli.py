@@ -22,7 +22,7 @@ class SmokeGroup(click.Group):
         self._loaded = True
         self.broken = []
         from ._hooks import HookRunner
-        from .plugins import create_plugin_manager
+        from ._plugins import create_plugin_manager
 
         before: dict[str, click.Command] = {}
 

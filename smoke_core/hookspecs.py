@@ -22,12 +22,12 @@ if TYPE_CHECKING:
 
     import click
 
-    from .agent import Agent
-    from .errors import AgentErrorInfo
-    from .messages import Message
-    from .options import AgentOptions
-    from .run import RunHandle
-    from .tools import ToolDefinition, ToolResult
+    from ._agent import Agent
+    from ._errors import AgentErrorInfo
+    from ._messages import Message
+    from ._options import AgentOptions
+    from ._run import RunHandle
+    from ._tools import ToolDefinition, ToolResult
 
 
 # ---------------------------------------------------------------- registration
@@ -38,10 +38,10 @@ def register_tools(register: Callable[..., ToolDefinition], options: AgentOption
     """Contribute tools. Called once per agent, inside ``create_agent``.
 
     :param register: ``register(tool, *, group=None)`` adds a
-        :class:`~smoke_core.tools.ToolDefinition` (``group`` overrides the
+        :class:`~smoke_core.plugin.ToolDefinition` (``group`` overrides the
         tool's own group). Registering a name twice raises an error naming
         both plugins.
-    :param options: the agent's :class:`~smoke_core.options.AgentOptions`
+    :param options: the agent's :class:`~smoke_core.plugin.AgentOptions`
         (workspace, permission mode, and ``options.extra`` holding keyword
         arguments of ``create_agent`` that core does not use itself, such as
         ``mcp_servers`` or ``skills_dir``).
@@ -168,7 +168,7 @@ def before_run(run: RunHandle) -> None:
     here; tools registered now are part of this run (the MCP plugin starts
     its servers this way). Implementations run concurrently-safe but in order.
 
-    :param run: the :class:`~smoke_core.run.RunHandle` of this run.
+    :param run: the :class:`~smoke_core.plugin.RunHandle` of this run.
     :return: ignored.
     :raises: fail-open — reported as a ``run.warning`` (``hook_failed``),
         the run goes on.
@@ -188,7 +188,7 @@ def before_run(run: RunHandle) -> None:
 def after_run(run: RunHandle, status: str, error: AgentErrorInfo | None) -> None:
     """Called once when a run ends, on every path (completed, failed, interrupted).
 
-    :param run: the :class:`~smoke_core.run.RunHandle`.
+    :param run: the :class:`~smoke_core.plugin.RunHandle`.
     :param status: ``"completed"``, ``"failed"`` or ``"interrupted"``.
     :param error: the run's error, or None.
     :return: ignored.
@@ -207,7 +207,7 @@ def close_agent(agent: Agent) -> None:
     """Called by ``await agent.aclose()`` so plugins release what they hold
     (MCP sessions, background processes).
 
-    :param agent: the :class:`~smoke_core.agent.Agent` being closed.
+    :param agent: the :class:`~smoke_core.Agent` being closed.
     :return: ignored.
     :raises: fail-open — logged and ignored.
 
@@ -240,7 +240,7 @@ def before_model_call(
     :param system: the system prompt for this call.
     :param model: the model name.
     :param step: the 1-based step number.
-    :param run: the :class:`~smoke_core.run.RunHandle`.
+    :param run: the :class:`~smoke_core.plugin.RunHandle`.
     :return: None to pass; ``{"messages": [...]}``, ``{"tools": [...]}``
         and/or ``{"system": "..."}`` to rewrite the request (the next
         implementation sees the rewrite); ``{"block": True, "reason": "..."}``
@@ -327,7 +327,7 @@ def after_tool_call(
     """Called exactly once per tool call, on every path: success, tool error,
     invalid input, unknown tool, hook block, permission denial, abort.
 
-    :param result: the :class:`~smoke_core.tools.ToolResult` the model gets.
+    :param result: the :class:`~smoke_core.plugin.ToolResult` the model gets.
     :param duration_ms: time from the start of the call to its end.
     :param blocked: True when a ``before_tool_call`` hook refused the call.
     :param error: the classified error (``tool_blocked``, ``permission_denied``,

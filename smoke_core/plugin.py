@@ -27,11 +27,13 @@ __all__ = [
     "AgentError",
     "AgentErrorInfo",
     "AgentOptions",
+    "ConfigError",
     "Event",
     "Image",
     "ManagedStore",
     "MemoryStore",
     "Message",
+    "NoProviderError",
     "PermissionRequest",
     "Redactor",
     "RunHandle",
@@ -50,56 +52,64 @@ __all__ = [
     "ToolResult",
     "Workspace",
     "WorkspaceError",
+    "WorkspacePath",
+    "WorkspaceRaceError",
     "child_env",
     "create_agent",
     "hookimpl",
     "is_secret_name",
     "looks_secret",
     "new_session_id",
+    "resolve_agent_settings",
     "tool",
     "user_message",
     "visible",
 ]
 
 _LAZY: dict[str, str] = {
-    "ANSWERS": "permissions",
-    "PermissionRequest": "permissions",
-    "looks_secret": "permissions",
-    "ERROR_CODES": "errors",
-    "AgentError": "errors",
-    "AgentErrorInfo": "errors",
-    "ToolError": "errors",
-    "EVENT_TYPES": "events",
-    "Event": "events",
-    "TOOL_KINDS": "tools",
-    "ToolAnnotations": "tools",
-    "ToolDefinition": "tools",
-    "ToolKind": "tools",
-    "ToolPresentation": "tools",
-    "ToolResult": "tools",
-    "tool": "tools",
-    "Agent": "agent",
-    "create_agent": "agent",
-    "new_session_id": "agent",
-    "AgentOptions": "options",
+    "ANSWERS": "_permissions",
+    "PermissionRequest": "_permissions",
+    "looks_secret": "_permissions",
+    "ERROR_CODES": "_errors",
+    "AgentError": "_errors",
+    "AgentErrorInfo": "_errors",
+    "ToolError": "_errors",
+    "EVENT_TYPES": "_events",
+    "Event": "_events",
+    "TOOL_KINDS": "_tools",
+    "ToolAnnotations": "_tools",
+    "ToolDefinition": "_tools",
+    "ToolKind": "_tools",
+    "ToolPresentation": "_tools",
+    "ToolResult": "_tools",
+    "tool": "_tool_decorator",
+    "Agent": "_agent",
+    "create_agent": "_factory",
+    "new_session_id": "_agent",
+    "AgentOptions": "_options",
     "Image": "_images",
-    "ManagedStore": "store",
-    "MemoryStore": "store",
-    "SessionInfo": "store",
-    "Store": "store",
-    "SQLiteStore": "sqlite_store",
-    "Message": "messages",
-    "user_message": "messages",
+    "ManagedStore": "_store",
+    "MemoryStore": "_store",
+    "SessionInfo": "_store",
+    "Store": "_store",
+    "SQLiteStore": "_sqlite_store",
+    "Message": "_messages",
+    "user_message": "_messages",
     "Redactor": "secrets",
     "child_env": "secrets",
     "is_secret_name": "secrets",
-    "RunHandle": "run",
-    "RunResult": "run",
+    "RunHandle": "_run",
+    "RunResult": "_run",
     "SandboxSettings": "sandbox",
     "SettingsError": "settings",
-    "ToolContext": "context",
-    "Workspace": "workspace",
-    "WorkspaceError": "workspace",
+    "ToolContext": "_context",
+    "Workspace": "_workspace",
+    "WorkspaceError": "_workspace",
+    "WorkspacePath": "_workspace",
+    "WorkspaceRaceError": "_workspace",
+    "ConfigError": "_config",
+    "NoProviderError": "_config",
+    "resolve_agent_settings": "_config",
     "visible": "display",
 }
 
@@ -118,28 +128,30 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from ._agent import Agent, new_session_id
+    from ._config import ConfigError, NoProviderError, resolve_agent_settings
+    from ._context import ToolContext
+    from ._errors import ERROR_CODES, AgentError, AgentErrorInfo, ToolError
+    from ._events import EVENT_TYPES, Event
+    from ._factory import create_agent
     from ._images import Image
-    from .agent import Agent, create_agent, new_session_id
-    from .context import ToolContext
-    from .display import visible
-    from .errors import ERROR_CODES, AgentError, AgentErrorInfo, ToolError
-    from .events import EVENT_TYPES, Event
-    from .messages import Message, user_message
-    from .options import AgentOptions
-    from .permissions import ANSWERS, PermissionRequest, looks_secret
-    from .run import RunHandle, RunResult
-    from .sandbox import SandboxSettings
-    from .secrets import Redactor, child_env, is_secret_name
-    from .settings import SettingsError
-    from .sqlite_store import SQLiteStore
-    from .store import ManagedStore, MemoryStore, SessionInfo, Store
-    from .tools import (
+    from ._messages import Message, user_message
+    from ._options import AgentOptions
+    from ._permissions import ANSWERS, PermissionRequest, looks_secret
+    from ._run import RunHandle, RunResult
+    from ._sqlite_store import SQLiteStore
+    from ._store import ManagedStore, MemoryStore, SessionInfo, Store
+    from ._tool_decorator import tool
+    from ._tools import (
         TOOL_KINDS,
         ToolAnnotations,
         ToolDefinition,
         ToolKind,
         ToolPresentation,
         ToolResult,
-        tool,
     )
-    from .workspace import Workspace, WorkspaceError
+    from ._workspace import Workspace, WorkspaceError, WorkspacePath, WorkspaceRaceError
+    from .display import visible
+    from .sandbox import SandboxSettings
+    from .secrets import Redactor, child_env, is_secret_name
+    from .settings import SettingsError

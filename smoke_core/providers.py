@@ -10,7 +10,7 @@ classifiers (``http_error``, ``in_band_error``, ``transport_error``,
 A provider turns a :class:`ModelRequest` into an async stream of neutral
 events: :class:`TextDelta`, :class:`ThoughtDelta`, :class:`ToolCallRequest`,
 :class:`UsageReport` and one final :class:`Finished`. It raises
-:class:`~smoke_core.errors.AgentError` with a classified code on failure; the
+:class:`~smoke_core.plugin.AgentError` with a classified code on failure; the
 loop owns retries (:class:`RetryPolicy`), so adapters only classify.
 """
 
@@ -23,8 +23,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import AgentError, AgentErrorInfo
-from .messages import Message
+from ._errors import AgentError, AgentErrorInfo
+from ._messages import Message
 
 __all__ = [  # noqa: F822 (the provider-author names of http_provider / http_errors are lazy)
     "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_IDLE_TIMEOUT", "DEFAULT_REQUEST_TIMEOUT",
@@ -37,11 +37,11 @@ __all__ = [  # noqa: F822 (the provider-author names of http_provider / http_err
 
 #: provider-author names that live in implementation modules (imported on first use)
 _LAZY = {
-    "HTTPProvider": "http_provider", "shared_ssl_context": "http_provider",
-    "DEFAULT_CONNECT_TIMEOUT": "http_provider", "DEFAULT_IDLE_TIMEOUT": "http_provider",
-    "DEFAULT_REQUEST_TIMEOUT": "http_provider",
-    "http_error": "http_errors", "in_band_error": "http_errors", "transport_error": "http_errors",
-    "redirect_error": "http_errors",
+    "HTTPProvider": "_http_provider", "shared_ssl_context": "_http_provider",
+    "DEFAULT_CONNECT_TIMEOUT": "_http_provider", "DEFAULT_IDLE_TIMEOUT": "_http_provider",
+    "DEFAULT_REQUEST_TIMEOUT": "_http_provider",
+    "http_error": "_http_errors", "in_band_error": "_http_errors", "transport_error": "_http_errors",
+    "redirect_error": "_http_errors",
 }
 
 

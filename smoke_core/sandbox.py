@@ -28,6 +28,11 @@ Any plugin that starts processes uses the same four calls::
 
 :func:`wrap` and :func:`sandbox_env` are the lower-level pieces; :func:`status`
 is what ``smoke doctor`` prints.
+
+Why this module is long: the bubblewrap policy is one security boundary
+(what is mounted, masked, shared and kept out of the environment), and it is
+reviewed as one piece: the probe, the policy and the argv builder stay
+together.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ def _installed_provider_vars() -> frozenset[str]:
     global _provider_vars
     if _provider_vars is None:
         try:
-            from .plugins import collect_providers, create_plugin_manager
+            from ._plugins import collect_providers, create_plugin_manager
 
             specs = collect_providers(create_plugin_manager()).specs()
             _provider_vars = frozenset(s.env_var for s in specs if s.env_var)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from smoke_core import _docgen
-from smoke_core.errors import ERROR_CODES
-from smoke_core.events import EVENT_FIELDS, EVENT_TYPES
+from smoke_core._events import EVENT_FIELDS
+from smoke_core.plugin import ERROR_CODES, EVENT_TYPES
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

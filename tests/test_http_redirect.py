@@ -8,11 +8,9 @@ from typing import Any
 
 import pytest
 
-from smoke_core.errors import AgentError
-from smoke_core.http_provider import HTTPProvider
-from smoke_core.messages import user_message
-from smoke_core.provider_contract import FakeProviderServer, Reply
-from smoke_core.providers import ModelRequest
+from smoke_core.plugin import AgentError, user_message
+from smoke_core.providers import HTTPProvider, ModelRequest
+from smoke_core.testing import FakeProviderServer, Reply
 
 pytest.importorskip("httpx")
 

@@ -12,15 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from smoke_core import ToolDefinition, create_agent, hookimpl, tool
-from smoke_core.permissions import (
-    PermissionGate,
-    PermissionRequest,
-    RuleError,
-    parse_rule,
-    remember_rule,
-    rule_for,
-)
+from smoke_core import PermissionGate, ToolDefinition, create_agent, hookimpl, tool
+from smoke_core._permissions import RuleError, parse_rule, remember_rule, rule_for
+from smoke_core.plugin import PermissionRequest
 from smoke_core.settings import (
     SettingsError,
     local_settings_path,

@@ -16,7 +16,8 @@ from smoke_core import (
     create_agent,
     tool,
 )
-from smoke_core.events import EVENT_FIELDS, EVENT_TYPES
+from smoke_core._events import EVENT_FIELDS
+from smoke_core.plugin import EVENT_TYPES
 from smoke_core.testing import ScriptedProvider
 
 FAST = RetryPolicy(max_retries=4, base_delay=0.001, max_delay=0.005)

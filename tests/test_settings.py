@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from smoke_core import create_agent, hookimpl
-from smoke_core.config import ConfigError, resolve_agent_settings
+from smoke_core.plugin import ConfigError, resolve_agent_settings
 from smoke_core.settings import (
     SettingsError,
     add_to_list,

@@ -13,14 +13,9 @@ from pathlib import Path
 import pytest
 
 from smoke_core import MemoryStore, create_agent
-from smoke_core.sqlite_store import (
-    UNREADABLE,
-    SQLiteStore,
-    check_database,
-    decode_rows,
-    salvage_sessions,
-)
-from smoke_core.store import StoreCorruptError
+from smoke_core._sqlite_store import UNREADABLE, check_database, decode_rows, salvage_sessions
+from smoke_core._store import StoreCorruptError
+from smoke_core.plugin import SQLiteStore
 from smoke_core.testing import ScriptedProvider, StoreContract
 
 

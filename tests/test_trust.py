@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from smoke_core.provider_contract import FakeProviderServer, RecordedRequest, Reply
+from smoke_core.testing import FakeProviderServer, RecordedRequest, Reply
 
 KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "NVIDIA_API_KEY", "OPENROUTER_API_KEY", "GROQ_API_KEY",
             "GEMINI_API_KEY", "MISTRAL_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY", "TOGETHER_API_KEY",

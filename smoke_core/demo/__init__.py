@@ -21,7 +21,7 @@ from ..providers import ModelRequest
 from ..testing import ScriptedProvider
 
 if TYPE_CHECKING:
-    from ..agent import Agent
+    from .._agent import Agent
 
 DEMO_TASK = (
     "The tests of the stats package fail: median() gives wrong answers for some inputs. "
@@ -152,7 +152,7 @@ def create_demo_agent(
     ``workspace`` (optional) is where to copy the project. Other keyword
     arguments go to :func:`~smoke_core.create_agent`.
     """
-    from ..agent import create_agent
+    from .._factory import create_agent
 
     project = copy_sample_project(workspace)
     agent = create_agent(project, provider=DemoProvider(), auto_approve=auto_approve, **kwargs)

@@ -26,8 +26,7 @@ if TYPE_CHECKING:
 
     import click
 
-    from smoke_core.agent import Agent
-    from smoke_core.run import RunHandle
+    from smoke_core.plugin import Agent, RunHandle
 
     from ._state import MCPAgentState
 

@@ -60,7 +60,7 @@ def content_blocks(items: list[Any]) -> list[dict[str, Any]]:
 def to_tool_result(result: Any, *, server: str, tool: str) -> Any:
     """``CallToolResult`` → :class:`ToolResult`. Structured content becomes JSON
     text when there is no text content, and is kept in ``data["structured_content"]``."""
-    from smoke_core.tools import ToolResult
+    from smoke_core.plugin import ToolResult
 
     blocks = content_blocks(_field(result, "content") or [])
     structured = _field(result, "structured_content", "structuredContent")

@@ -13,10 +13,7 @@ from ._connection import MCPServerConnection, MCPServerError
 from ._schema import provider_schema, sanitize_server_name, tool_name_for, unique_name
 
 if TYPE_CHECKING:
-    from smoke_core.agent import Agent
-    from smoke_core.context import ToolContext
-    from smoke_core.run import RunHandle
-    from smoke_core.tools import ToolDefinition
+    from smoke_core.plugin import Agent, RunHandle, ToolContext, ToolDefinition
 
 SOURCE_PREFIX = "smoke-mcp:"
 ICON = "🔌"
@@ -94,7 +91,7 @@ class MCPAgentState:
     # ------------------------------------------------------------ before_run
 
     async def prepare_run(self, run: RunHandle) -> None:
-        from smoke_core.errors import AgentErrorInfo
+        from smoke_core.plugin import AgentErrorInfo
 
         trusted_workspace = workspace_trusted(run.options)
         loaded = load_server_configs(run.workspace.root, run.options.get("mcp_servers"),
@@ -190,7 +187,7 @@ class MCPAgentState:
 
     def _expose(self, run: RunHandle, name: str, conn: MCPServerConnection, *, reused: bool) -> None:
         """(Re)register the server's tools on the agent so this run exposes them."""
-        from smoke_core.errors import AgentErrorInfo
+        from smoke_core.plugin import AgentErrorInfo
 
         self._unregister(run.agent, name)
         taken = set(run.agent.registry.names())
@@ -224,7 +221,7 @@ class MCPAgentState:
     # ------------------------------------------------------------ tools
 
     def tool_definition(self, server: str, tool: Any, exposed_name: str) -> ToolDefinition:
-        from smoke_core.tools import ToolAnnotations, ToolDefinition, ToolPresentation
+        from smoke_core.plugin import ToolAnnotations, ToolDefinition, ToolPresentation
 
         hints = annotations_for(tool)
         title = hints["title"]
@@ -250,7 +247,7 @@ class MCPAgentState:
 
     async def call(self, server: str, tool: str, arguments: dict[str, Any], ctx: ToolContext) -> Any:
         """Run one MCP tool call for a Smoke tool (reconnecting a dead server first)."""
-        from smoke_core.errors import ToolError
+        from smoke_core.plugin import ToolError
 
         from ._results import to_tool_result
 
@@ -275,7 +272,7 @@ class MCPAgentState:
         return to_tool_result(result, server=server, tool=tool)
 
     async def _reconnect(self, server: str, cfg: MCPServerConfig, ctx: ToolContext) -> MCPServerConnection:
-        from smoke_core.errors import ToolError
+        from smoke_core.plugin import ToolError
 
         lock = self._locks.setdefault(server, asyncio.Lock())
         async with lock:

@@ -249,7 +249,7 @@ async def test_calls_after_the_agent_is_closed_fail_clearly(tmp_path: Path) -> N
     async with agent:
         await agent.run("start")
         tool = agent.tools["t__upper"]
-    from smoke_core.errors import ToolError
+    from smoke_core.plugin import ToolError
     from smoke_core.testing import make_tool_context
 
     with pytest.raises(ToolError, match="the agent was closed"):

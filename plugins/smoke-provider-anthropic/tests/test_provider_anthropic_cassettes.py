@@ -14,8 +14,7 @@ import smoke_provider_anthropic
 from smoke_provider_anthropic import make_provider
 
 from smoke_core import create_agent, tool
-from smoke_core.errors import AgentError
-from smoke_core.provider_contract import FakeProviderServer, collect_events, load_cassette
+from smoke_core.plugin import AgentError
 from smoke_core.providers import (
     Finished,
     ModelRequest,
@@ -24,6 +23,7 @@ from smoke_core.providers import (
     ToolCallRequest,
     UsageReport,
 )
+from smoke_core.testing import FakeProviderServer, collect_events, load_cassette
 
 DATA = Path(__file__).parent / "data"
 FAST = RetryPolicy(base_delay=0.001, max_delay=0.01)

@@ -7,7 +7,7 @@ from typing import Any
 
 from smoke_provider_anthropic import make_provider
 
-from smoke_core.provider_contract import ProviderContract
+from smoke_core.testing import ProviderContract
 
 _WIRE_STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "content_filter": "refusal"}
 

@@ -9,7 +9,7 @@ import base64
 from smoke_provider_anthropic import make_provider
 
 from smoke_core import Image, create_agent
-from smoke_core.provider_contract import FakeProviderServer, Reply
+from smoke_core.testing import FakeProviderServer, Reply
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="

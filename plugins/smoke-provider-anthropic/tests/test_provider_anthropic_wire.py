@@ -14,8 +14,7 @@ from smoke_provider_anthropic import make_provider
 from smoke_provider_anthropic._wire import build_body, to_wire_messages
 
 from smoke_core import create_agent, tool
-from smoke_core.messages import user_message
-from smoke_core.provider_contract import FakeProviderServer, Reply, collect_events
+from smoke_core.plugin import user_message
 from smoke_core.providers import (
     Finished,
     ModelRequest,
@@ -26,6 +25,7 @@ from smoke_core.providers import (
     ToolCallRequest,
     UsageReport,
 )
+from smoke_core.testing import FakeProviderServer, Reply, collect_events
 
 FAST = RetryPolicy(base_delay=0.001, max_delay=0.01)
 PNG = "iVBORw0KGgo="
@@ -210,7 +210,7 @@ async def test_stream_cache_usage_and_stop_sequence() -> None:
      ("something_new", "provider_error")],
 )
 async def test_in_band_error_types(etype: str, code: str) -> None:
-    from smoke_core.errors import AgentError
+    from smoke_core.plugin import AgentError
 
     chunks = [start(), event("error", {"error": {"type": etype, "message": "m"}})]
     async with FakeProviderServer([Reply.sse(chunks)]) as server:

@@ -15,9 +15,7 @@ import smoke_provider_openai
 from smoke_provider_openai import make_provider
 
 from smoke_core import create_agent, tool
-from smoke_core.errors import AgentError
-from smoke_core.messages import user_message
-from smoke_core.provider_contract import FakeProviderServer, collect_events, load_cassette
+from smoke_core.plugin import AgentError, user_message
 from smoke_core.providers import (
     Finished,
     ModelRequest,
@@ -26,6 +24,7 @@ from smoke_core.providers import (
     ToolCallRequest,
     UsageReport,
 )
+from smoke_core.testing import FakeProviderServer, collect_events, load_cassette
 
 DATA = Path(__file__).parent / "data"
 FAST = RetryPolicy(base_delay=0.001, max_delay=0.01)

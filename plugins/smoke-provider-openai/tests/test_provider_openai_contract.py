@@ -7,7 +7,7 @@ from typing import Any
 
 from smoke_provider_openai import make_provider
 
-from smoke_core.provider_contract import ProviderContract
+from smoke_core.testing import ProviderContract
 
 _WIRE_FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "content_filter": "content_filter"}
 

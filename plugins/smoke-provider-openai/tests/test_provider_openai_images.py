@@ -10,7 +10,7 @@ import pytest
 from smoke_provider_openai import make_provider
 
 from smoke_core import Image, create_agent
-from smoke_core.provider_contract import FakeProviderServer, Reply
+from smoke_core.testing import FakeProviderServer, Reply
 
 # the smallest valid PNG (1x1, transparent)
 PNG = base64.b64decode(

@@ -14,9 +14,7 @@ from smoke_provider_openai import PRESETS, make_provider
 from smoke_provider_openai._wire import to_wire_messages
 
 from smoke_core import create_agent, tool
-from smoke_core.errors import AgentError
-from smoke_core.messages import user_message
-from smoke_core.provider_contract import FakeProviderServer, Reply, collect_events
+from smoke_core.plugin import AgentError, user_message
 from smoke_core.providers import (
     Finished,
     ModelRequest,
@@ -27,6 +25,7 @@ from smoke_core.providers import (
     ToolCallRequest,
     UsageReport,
 )
+from smoke_core.testing import FakeProviderServer, Reply, collect_events
 
 FAST = RetryPolicy(base_delay=0.001, max_delay=0.01)
 PNG = "iVBORw0KGgo="

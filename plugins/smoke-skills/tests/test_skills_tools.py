@@ -9,7 +9,7 @@ import pytest
 import smoke_skills
 
 from smoke_core import ToolContext, ToolResult, create_agent, hookimpl, tool
-from smoke_core.errors import ToolError
+from smoke_core.plugin import ToolError
 from smoke_core.testing import ScriptedProvider, make_tool_context
 
 FIXTURES = Path(__file__).parent / "fixtures" / "skills"

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from smoke_core.context import ToolContext
-from smoke_core.errors import ToolError
-from smoke_core.tools import ToolAnnotations, ToolDefinition, ToolPresentation, ToolResult
+from smoke_core.plugin import (
+    ToolAnnotations,
+    ToolContext,
+    ToolDefinition,
+    ToolError,
+    ToolPresentation,
+    ToolResult,
+)
 
 STATUSES = ("pending", "in_progress", "completed", "cancelled")
 #: ``ctx.state`` key holding the run's current todo list.

@@ -10,7 +10,7 @@ import smoke_tools_agent
 from smoke_tools_agent._tools import TODOS_KEY, build_tools, finish_task, todo_write
 
 from smoke_core import create_agent
-from smoke_core.errors import ToolError
+from smoke_core.plugin import ToolError
 from smoke_core.testing import ScriptedProvider, make_tool_context
 
 TOOLS = ("todo_write", "ask_user", "finish_task", "task")

@@ -11,11 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from smoke_core.errors import ToolError
-from smoke_core.workspace import WorkspacePath, WorkspaceRaceError
+from smoke_core.plugin import ToolError, WorkspacePath, WorkspaceRaceError
 
 if TYPE_CHECKING:
-    from smoke_core.context import ToolContext
+    from smoke_core.plugin import ToolContext
 
 #: Folders never walked when looking for close matches.
 SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__", "dist", "build", ".smoke"})

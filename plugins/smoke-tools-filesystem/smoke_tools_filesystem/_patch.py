@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from smoke_core.errors import ToolError
-from smoke_core.tools import ToolResult
+from smoke_core.plugin import ToolError, ToolResult
 
 from ._files import (
     atomic_write,
@@ -29,7 +28,7 @@ from ._files import (
 )
 
 if TYPE_CHECKING:
-    from smoke_core.context import ToolContext
+    from smoke_core.plugin import ToolContext
 
 
 class PatchError(ValueError):

@@ -7,13 +7,12 @@ import os
 import stat
 from typing import TYPE_CHECKING, Any
 
-from smoke_core.errors import ToolError
-from smoke_core.tools import ToolResult
+from smoke_core.plugin import ToolError, ToolResult
 
 from ._files import display, looks_binary, not_found, os_errors_as_tool_errors, pinned, resolve_path
 
 if TYPE_CHECKING:
-    from smoke_core.context import ToolContext
+    from smoke_core.plugin import ToolContext
 
 #: Lines shown by one read_file call when no end_line is given (and at most).
 DEFAULT_WINDOW = 2000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from smoke_core.tools import ToolAnnotations, ToolDefinition, ToolPresentation
+from smoke_core.plugin import ToolAnnotations, ToolDefinition, ToolPresentation
 
 from ._patch import apply_patch
 from ._read import list_directory, read_file

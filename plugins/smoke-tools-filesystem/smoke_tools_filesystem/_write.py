@@ -8,8 +8,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from smoke_core.errors import ToolError
-from smoke_core.tools import ToolResult
+from smoke_core.plugin import ToolError, ToolResult
 
 from ._files import (
     atomic_write,
@@ -27,7 +26,7 @@ from ._files import (
 )
 
 if TYPE_CHECKING:
-    from smoke_core.context import ToolContext
+    from smoke_core.plugin import ToolContext
 
 #: Writes larger than this emit ``tool.progress`` events.
 PROGRESS_BYTES = 1024 * 1024

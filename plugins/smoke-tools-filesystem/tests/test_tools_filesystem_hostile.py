@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 import smoke_tools_filesystem
 
-from smoke_core.errors import ToolError
+from smoke_core.plugin import ToolDefinition, ToolError, ToolResult
 from smoke_core.testing import make_tool_context
-from smoke_core.tools import ToolDefinition, ToolResult
 
 SECRET = "SENTINEL-7f3a9-do-not-leak"
 NEIGHBOUR = "zz_neighbour_q9"

@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 import smoke_tools_filesystem
 
-from smoke_core.errors import ToolError
+from smoke_core.plugin import ToolDefinition, ToolError, ToolResult
 from smoke_core.testing import make_tool_context
-from smoke_core.tools import ToolDefinition, ToolResult
 
 
 def _apply_patch_tool() -> ToolDefinition:

@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 import smoke_tools_filesystem
 
-from smoke_core.errors import ToolError
+from smoke_core.plugin import ToolDefinition, ToolError
 from smoke_core.testing import make_tool_context
-from smoke_core.tools import ToolDefinition
 
 CANARY = "OUTSIDE-CANARY-3c9e"
 CALLS = 2000

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import smoke_tools_filesystem
 
-from smoke_core.errors import ToolError
+from smoke_core import FILE_MUTATING_TOOLS
+from smoke_core.plugin import ToolDefinition, ToolError, ToolResult
 from smoke_core.testing import make_tool_context
-from smoke_core.tools import FILE_MUTATING_TOOLS, ToolDefinition, ToolResult
 
 
 def _tools() -> dict[str, ToolDefinition]:

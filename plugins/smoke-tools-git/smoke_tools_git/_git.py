@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from smoke_core.context import ToolContext
-from smoke_core.errors import ToolError
-from smoke_core.permissions import looks_secret
-from smoke_core.tools import ToolAnnotations, ToolDefinition, ToolPresentation, ToolResult
+from smoke_core.plugin import (
+    ToolAnnotations,
+    ToolContext,
+    ToolDefinition,
+    ToolError,
+    ToolPresentation,
+    ToolResult,
+    looks_secret,
+)
 
 from ._revisions import (
     BlobSpec,

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from smoke_core.context import ToolContext
-from smoke_core.errors import ToolError
+from smoke_core.plugin import ToolContext, ToolError
 
 from ._safe_git import git_environment, parse_config_listing, repository_overrides
 

@@ -30,7 +30,7 @@ from smoke_tools_git._safe_git import (
 )
 
 from smoke_core import create_agent
-from smoke_core.errors import ToolError
+from smoke_core.plugin import ToolError
 from smoke_core.testing import ScriptedProvider, make_tool_context
 
 

@@ -19,7 +19,7 @@ from smoke_tools_git._git import (
 )
 
 from smoke_core import create_agent
-from smoke_core.errors import ToolError
+from smoke_core.plugin import ToolError
 from smoke_core.testing import ScriptedProvider, make_tool_context
 
 TOOLS = ("git_status", "git_diff", "git_log", "git_show", "git_add", "git_commit")

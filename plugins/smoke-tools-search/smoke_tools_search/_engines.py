@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from smoke_core.errors import ToolError
+from smoke_core.plugin import ToolError
 
 from ._glob import compile_glob, plain_globs
 from ._walk import (

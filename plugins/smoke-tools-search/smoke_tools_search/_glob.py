@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
-from smoke_core.errors import ToolError
+from smoke_core.plugin import ToolError
 
 #: Longest glob pattern accepted (characters).
 MAX_GLOB_CHARS = 1000

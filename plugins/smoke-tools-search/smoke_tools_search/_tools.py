@@ -11,9 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from smoke_core.errors import ToolError
-from smoke_core.permissions import looks_secret
-from smoke_core.tools import ToolAnnotations, ToolDefinition, ToolPresentation, ToolResult
+from smoke_core.plugin import (
+    ToolAnnotations,
+    ToolDefinition,
+    ToolError,
+    ToolPresentation,
+    ToolResult,
+    looks_secret,
+)
 
 from . import _engines
 from ._engines import GrepOutcome, sort_key
@@ -21,7 +26,7 @@ from ._glob import MAX_GLOB_CHARS, strip_wildcards
 from ._walk import breathe, display_name, secret_part, walk_files
 
 if TYPE_CHECKING:
-    from smoke_core.context import ToolContext
+    from smoke_core.plugin import ToolContext
 
 GROUP = "search"
 DEFAULT_GLOB_LIMIT = 200

@@ -18,14 +18,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from smoke_core.permissions import looks_secret
+from smoke_core.plugin import looks_secret
 
 #: Names never searched, at any depth (files or folders).
 SKIP_NAMES: tuple[str, ...] = (".git", "node_modules", ".venv", "__pycache__", "dist", "build", ".smoke")
 #: Files bigger than this are not searched (rg: --max-filesize).
 MAX_FILE_BYTES = 20 * 1024 * 1024
 
-#: ripgrep globs (case-insensitive) for the names ``smoke_core.permissions.looks_secret``
+#: ripgrep globs (case-insensitive) for the names ``smoke_core.plugin.looks_secret``
 #: flags; a folder of such a name is skipped whole. A test keeps the two in step.
 SECRET_NAME_GLOBS: tuple[str, ...] = (
     ".env", ".env.*", ".netrc", ".pgpass", ".npmrc", ".pypirc",

@@ -15,10 +15,8 @@ import pytest
 import smoke_tools_search
 from smoke_tools_search import _engines, _glob, _tools, _walk
 
-from smoke_core.errors import ToolError
-from smoke_core.permissions import looks_secret
+from smoke_core.plugin import ToolDefinition, ToolError, ToolResult, looks_secret
 from smoke_core.testing import make_tool_context
-from smoke_core.tools import ToolDefinition, ToolResult
 
 ENGINES = ["rg", "python"]
 CANARY = "CANARY-hardening-51f2"

@@ -14,9 +14,8 @@ import smoke_tools_search
 from smoke_tools_search import _engines
 
 from smoke_core import create_agent
-from smoke_core.errors import ToolError
+from smoke_core.plugin import ToolDefinition, ToolError, ToolResult
 from smoke_core.testing import ScriptedProvider, make_tool_context
-from smoke_core.tools import ToolDefinition, ToolResult
 
 SECRET = "SENTINEL-search-4b1c-do-not-leak"
 ENGINES = ["rg", "python"]

@@ -16,8 +16,7 @@ from smoke_core import hookimpl
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from smoke_core.agent import Agent
-    from smoke_core.run import RunHandle
+    from smoke_core.plugin import Agent, RunHandle
 
 __all__ = ["after_run", "close_agent", "register_tools"]
 

@@ -12,10 +12,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from smoke_core import sandbox
-from smoke_core.context import ToolContext
-from smoke_core.errors import AgentErrorInfo, ToolError
+from smoke_core.plugin import (
+    AgentErrorInfo,
+    ToolAnnotations,
+    ToolContext,
+    ToolDefinition,
+    ToolError,
+    ToolPresentation,
+    ToolResult,
+)
 from smoke_core.sandbox import Launch, SandboxPolicy, SandboxSettings, SandboxUnavailable
-from smoke_core.tools import ToolAnnotations, ToolDefinition, ToolPresentation, ToolResult
 
 from . import _kill, _process
 from ._process import BackgroundProcess, CommandOutput

@@ -38,7 +38,7 @@ import smoke_tools_terminal
 from smoke_tools_terminal._tools import run_command
 
 from smoke_core import create_agent, sandbox
-from smoke_core.errors import ToolError
+from smoke_core.plugin import ToolError
 from smoke_core.testing import ScriptedProvider, make_tool_context
 
 SANDBOX = sandbox.available()

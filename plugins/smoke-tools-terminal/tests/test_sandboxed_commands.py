@@ -22,7 +22,7 @@ from smoke_tools_terminal._tools import run_command, run_test
 
 from smoke_core import create_agent, sandbox
 from smoke_core.demo import copy_sample_project
-from smoke_core.errors import ToolError
+from smoke_core.plugin import ToolError
 from smoke_core.testing import ScriptedProvider, make_tool_context
 
 SANDBOX = sandbox.available()

@@ -15,7 +15,7 @@ from smoke_tools_terminal import _tools
 from smoke_tools_terminal._tools import build_tools, run_command, run_test, summarize_tests
 
 from smoke_core import create_agent, sandbox
-from smoke_core.errors import ToolError
+from smoke_core.plugin import ToolError
 from smoke_core.testing import ScriptedProvider, make_tool_context
 
 #: Tests that watch processes run twice: unsandboxed, and in the bwrap sandbox

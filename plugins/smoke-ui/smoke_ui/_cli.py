@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from smoke_core.agent import Agent
-    from smoke_core.store import Store
+    from smoke_core.plugin import Agent, Store
 
 
 def demo_factory(root: Path, *, auto_approve: bool) -> Any:
@@ -33,8 +32,7 @@ def provider_factory(workspace: Path, *, provider: str | None, model: str | None
     """Agents on ``workspace`` with the provider from the options, then
     ``.smoke/config.yaml``, then the first provider whose API key is set (as
     ``smoke run`` does). Returns the factory and a note on the chosen provider."""
-    from smoke_core.agent import create_agent
-    from smoke_core.config import ConfigError, NoProviderError, resolve_agent_settings
+    from smoke_core.plugin import ConfigError, NoProviderError, create_agent, resolve_agent_settings
 
     try:
         settings = resolve_agent_settings(workspace, provider=provider, model=model, base_url=base_url)

@@ -142,7 +142,7 @@ def _read_workspace_text(root: Path | None, raw: str) -> tuple[str | None, str |
     if root is None:
         return None, f"{raw}: the workspace is not known"
     try:
-        from smoke_core.workspace import Workspace, WorkspaceError
+        from smoke_core.plugin import Workspace, WorkspaceError
 
         path = Workspace(root).resolve(raw)
     except (WorkspaceError, OSError) as exc:

@@ -53,9 +53,7 @@ from .replay import DEFAULT_REPLAY_BUDGET, EventHub
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-    from smoke_core.agent import Agent
-    from smoke_core.events import Event
-    from smoke_core.store import Store
+    from smoke_core.plugin import Agent, Event, Store
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -136,7 +134,7 @@ class UIState:
         owns_store: bool = False,
         replay_budget_bytes: int = DEFAULT_REPLAY_BUDGET,
     ) -> None:
-        from smoke_core.agent import new_session_id
+        from smoke_core.plugin import new_session_id
 
         self._new_session_id = new_session_id
         self.factory = agent_factory
@@ -261,7 +259,7 @@ class UIState:
         return None
 
     def resolve_permission(self, tool_call_id: str, decision: str) -> None:
-        from smoke_core.permissions import ANSWERS
+        from smoke_core.plugin import ANSWERS
 
         if decision not in ANSWERS:
             raise UIError(400, f"decision must be one of {', '.join(ANSWERS)}, got {decision!r}")
@@ -562,7 +560,7 @@ def create_app(
         if workspace is not None:
             store = open_store(workspace)
         else:
-            from smoke_core.store import MemoryStore
+            from smoke_core.plugin import MemoryStore
 
             store = MemoryStore()
     state = UIState(

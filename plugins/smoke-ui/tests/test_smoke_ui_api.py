@@ -16,7 +16,7 @@ from smoke_ui.server import EventHub, create_app
 from smoke_ui.serving import bind_socket, make_server, url_for
 
 from smoke_core import ToolContext, create_agent, tool
-from smoke_core.store import MemoryStore
+from smoke_core.plugin import MemoryStore
 from smoke_core.testing import ScriptedProvider
 
 TIMEOUT = 30

@@ -15,7 +15,7 @@ from smoke_ui.server import create_app
 from smoke_ui.serving import ServerThread
 
 from smoke_core import AgentErrorInfo, ToolContext, ToolPresentation, ToolResult, create_agent, tool
-from smoke_core.store import MemoryStore
+from smoke_core.plugin import MemoryStore
 from smoke_core.testing import ScriptedProvider
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -2,7 +2,7 @@
 
 - :class:`ScriptedProvider`: a provider that plays back scripted turns and
   records every request exactly as a real provider would receive it.
-- :func:`make_tool_context`: a :class:`~smoke_core.context.ToolContext` for
+- :func:`make_tool_context`: a :class:`~smoke_core.plugin.ToolContext` for
   calling a tool's ``execute`` directly in unit tests.
 """
 
@@ -14,9 +14,10 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from .context import ToolContext
-from .errors import AgentError, AgentErrorInfo
-from .providers import (
+from .._context import ToolContext
+from .._errors import AgentError, AgentErrorInfo
+from .._workspace import Workspace
+from ..providers import (
     Finished,
     ModelRequest,
     ProviderEvent,
@@ -26,9 +27,14 @@ from .providers import (
     Usage,
     UsageReport,
 )
-from .workspace import Workspace
 
-__all__ = ["ProviderContract", "ScriptedProvider", "StoreContract", "isolate_settings", "make_tool_context"]  # noqa: F822 (lazy)
+__all__ = [
+    "FakeProviderServer", "ProviderContract", "RecordedRequest", "Reply", "ScriptedProvider", "StoreContract",
+    "collect_events", "isolate_settings", "load_cassette", "make_tool_context",
+]
+
+_FROM_PROVIDER_KIT = ("FakeProviderServer", "ProviderContract", "RecordedRequest", "Reply", "collect_events",
+                      "load_cassette")
 
 #: The settings variables ``isolate_settings`` removes from the environment.
 SETTINGS_ENV = ("SMOKE_PROVIDER", "SMOKE_MODEL", "SMOKE_BASE_URL", "SMOKE_PERMISSION", "SMOKE_MAX_STEPS")
@@ -53,13 +59,13 @@ def isolate_settings(monkeypatch: Any, folder: Path) -> None:
 def __getattr__(name: str) -> Any:
     # Contract test bases live in their own modules; re-exported here lazily.
     if name == "StoreContract":
-        from .store_contract import StoreContract
+        from ._store_contract import StoreContract
 
         return StoreContract
-    if name == "ProviderContract":
-        from .provider_contract import ProviderContract
+    if name in _FROM_PROVIDER_KIT:
+        from . import _provider_contract
 
-        return ProviderContract
+        return getattr(_provider_contract, name)
     raise AttributeError(name)
 
 Turn = str | dict[str, Any] | BaseException | AgentErrorInfo | Callable[[ModelRequest], Any]

@@ -1,0 +1,250 @@
+"""``HTTPProvider``: what every JSON-over-HTTP provider adapter shares.
+
+The key check, the headers, one ``httpx.AsyncClient`` per event loop, the
+timeouts (``idle_timeout`` bounds silence on an open stream), the POST and
+its failure classification (:mod:`smoke_core._http_errors`), and the dispatch
+between an event stream and a plain JSON body. An adapter (smoke-provider-
+openai, smoke-provider-anthropic, or a third-party one) supplies the wire
+format through its public override points: ``url``, ``build_body``,
+``auth_headers``, ``protocol_headers``, ``read_sse`` and ``parse_body``
+(with ``json_object`` / ``event_object`` to check what arrives). ``httpx`` is
+imported only when a request is made, so core does not depend on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+
+from ._errors import AgentError
+from ._http_errors import http_error, redirect_error, transport_error
+from .providers import ApiKey, ModelRequest, ProviderEvent, resolve_api_key
+
+if TYPE_CHECKING:
+    import httpx
+
+DEFAULT_IDLE_TIMEOUT = 60.0
+DEFAULT_CONNECT_TIMEOUT = 10.0
+DEFAULT_REQUEST_TIMEOUT = 600.0
+
+_ssl_context: Any = None
+
+
+def shared_ssl_context() -> Any:
+    """One TLS context per process: building one costs ~100 ms (CA bundle)."""
+    global _ssl_context
+    if _ssl_context is None:
+        import httpx
+
+        _ssl_context = httpx.create_ssl_context()
+    return _ssl_context
+
+
+class HTTPProvider:
+    """Base class of HTTP provider adapters (see the module docstring).
+
+    ``idle_timeout``: seconds without a byte on an open stream before the
+    call fails with ``provider_timeout`` (also settable per request through
+    ``settings["idle_timeout"]``). ``request_timeout`` bounds a non-streamed
+    call. One ``httpx.AsyncClient`` per instance and event loop, created on
+    first use; release it with :meth:`aclose` (``agent.aclose()`` does it).
+    """
+
+    #: ``build_body(request, *, model, stream, settings) -> dict``: the wire body.
+    build_body: Callable[..., dict[str, Any]]
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str,
+        name: str,
+        api_key: ApiKey = None,
+        env_var: str | None = None,
+        key_required: bool = True,
+        user_id: str | None = None,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        headers: dict[str, str] | None = None,
+        supports_images: bool = True,
+        price_as: str | None = None,
+    ) -> None:
+        self.name = name
+        #: price calls as this ``genai-prices`` provider (a gateway or proxy in front of it)
+        self.price_as = price_as
+        #: False for a model that cannot take images (``provider_options={"supports_images": False}``)
+        self.supports_images = bool(supports_images)
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.env_var = env_var
+        self.key_required = key_required
+        self.user_id = user_id
+        self.idle_timeout = float(idle_timeout)
+        self.connect_timeout = float(connect_timeout)
+        self.request_timeout = float(request_timeout)
+        self.headers = dict(headers or {})
+        self._api_key = api_key
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    # ------------------------------------------------------------ adapter surface
+
+    @property
+    def url(self) -> str:
+        raise NotImplementedError
+
+    def protocol_headers(self) -> dict[str, str]:
+        """Headers every request of this API carries (before ``headers=``)."""
+        return {}
+
+    def auth_headers(self, key: str) -> dict[str, str]:
+        raise NotImplementedError
+
+    def read_sse(self, response: httpx.Response) -> AsyncIterator[ProviderEvent]:
+        """The neutral events of a ``text/event-stream`` response (use
+        ``httpx_sse.EventSource(response)``; raise ``AgentError`` for in-band errors)."""
+        raise NotImplementedError
+
+    def parse_body(self, raw: bytes, ctype: str) -> list[ProviderEvent]:
+        """The neutral events of a plain JSON response (a non-streamed call)."""
+        raise NotImplementedError
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # the override points were private before 0.2: keep such adapters working, with a warning
+        for old, new in (("_read_sse", "read_sse"), ("_parse_body", "parse_body")):
+            if old in cls.__dict__ and new not in cls.__dict__:
+                import warnings
+
+                warnings.warn(
+                    f"{cls.__name__}.{old} is deprecated: override {new} instead (HTTPProvider's public "
+                    f"override points); {old} stops working in smoke-core 0.3",
+                    DeprecationWarning, stacklevel=2,
+                )
+                setattr(cls, new, cls.__dict__[old])
+
+    # ------------------------------------------------------------ shared
+
+    def _client_for_loop(self) -> httpx.AsyncClient:
+        import httpx
+
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = httpx.AsyncClient(follow_redirects=False, verify=shared_ssl_context())
+            self._client_loop = loop
+        return self._client
+
+    def with_model(self, model: str) -> HTTPProvider:
+        """The same endpoint, key and settings with another model (for subagents)."""
+        clone = copy.copy(self)
+        clone.model = model
+        clone._client = None
+        clone._client_loop = None
+        return clone
+
+    async def aclose(self) -> None:
+        """Close the HTTP client (open connections included). Safe to call twice."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    def build_request(self, request: ModelRequest) -> tuple[dict[str, str], dict[str, Any], dict[str, Any]]:
+        """``(headers, body, adapter settings)`` for ``request``; raises ``provider_auth`` without a key."""
+        settings = dict(request.settings or {})
+        streaming = bool(settings.get("stream", True))
+        key = resolve_api_key(self._api_key, self.name, request.user_id or self.user_id, self.env_var)
+        if not key and self.key_required:
+            raise AgentError.from_code(
+                "provider_auth",
+                f"no API key for {self.name}: none was passed and {self.env_var} is not set",
+                hint=f"Set {self.env_var} or pass api_key=.",
+                details={"provider": self.name, "env_var": self.env_var},
+            )
+        body = self.build_body(request, model=request.model or self.model, stream=streaming, settings=settings)
+        headers = {
+            "content-type": "application/json",
+            "accept": "application/json",  # what the official SDKs send, streaming or not
+            **self.protocol_headers(),
+            **self.headers,
+        }
+        if key:
+            headers.update(self.auth_headers(key))
+        extra_headers = settings.get("extra_headers")
+        if isinstance(extra_headers, dict):
+            headers.update({str(k): str(v) for k, v in extra_headers.items()})
+        return headers, body, settings
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        import httpx
+
+        headers, body, settings = self.build_request(request)
+        streaming = bool(body.get("stream"))
+        idle = float(settings.get("idle_timeout") or self.idle_timeout)
+        connect = float(settings.get("connect_timeout") or self.connect_timeout)
+        read = idle if streaming else float(settings.get("request_timeout") or self.request_timeout)
+        timeout = httpx.Timeout(connect=connect, read=read, write=connect, pool=connect)
+        client = self._client_for_loop()
+        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        phase = "request"
+        try:
+            async with client.stream("POST", self.url, content=content, headers=headers, timeout=timeout) as response:
+                if 300 <= response.status_code < 400:
+                    raise redirect_error(response.status_code, response.headers, provider=self.name, url=self.url)
+                if response.status_code >= 400:
+                    raw = await response.aread()
+                    raise http_error(
+                        response.status_code, raw, response.headers, provider=self.name, env_var=self.env_var
+                    )
+                phase = "stream"
+                ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+                if ctype == "text/event-stream":
+                    async for event in self.read_sse(response):
+                        yield event
+                else:
+                    # A non-streamed call, or a server that ignored "stream": true.
+                    raw = await response.aread()
+                    for event in self.parse_body(raw, ctype):
+                        yield event
+        except httpx.HTTPError as exc:
+            raise transport_error(
+                exc, provider=self.name, base_url=self.base_url, phase="stream" if streaming else phase,
+                idle_timeout=idle,
+            ) from None
+
+    def json_object(self, raw: bytes, ctype: str) -> dict[str, Any]:
+        """A response body as a JSON object, or ``provider_error`` saying what it was."""
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise AgentError.from_code(
+                "provider_error",
+                f"{self.name} sent a body that is not JSON ({exc})",
+                details={"provider": self.name, "content_type": ctype, "body": raw[:500].decode("utf-8", "replace")},
+            ) from None
+        if not isinstance(data, dict):
+            raise AgentError.from_code(
+                "provider_error", f"{self.name} sent JSON that is not an object",
+                details={"provider": self.name, "body": raw[:500].decode("utf-8", "replace")},
+            )
+        return data
+
+    def event_object(self, data: str, event: str | None) -> dict[str, Any]:
+        """One SSE ``data`` field as a JSON object, or ``provider_error``."""
+        try:
+            payload = json.loads(data)
+        except ValueError as exc:
+            raise AgentError.from_code(
+                "provider_error",
+                f"{self.name} sent a stream event that is not JSON ({exc})",
+                details={"provider": self.name, "event": event, "data": data[:500]},
+            ) from None
+        if not isinstance(payload, dict):
+            raise AgentError.from_code(
+                "provider_error", f"{self.name} sent a stream event that is not a JSON object",
+                details={"provider": self.name, "event": event, "data": data[:500]},
+            )
+        return payload

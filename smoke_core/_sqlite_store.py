@@ -1,0 +1,499 @@
+"""``SQLiteStore``: sessions in a SQLite file (standard library ``sqlite3``).
+
+WAL journal, one transaction per appended message (committed before
+``append`` returns, ``synchronous=NORMAL`` in WAL mode survives a process
+kill), so a run killed with SIGKILL loses at most the step in flight.
+Safe to share between threads of one process; each call uses its own
+short transaction.
+
+A damaged file (not a database, truncated, malformed pages) never surfaces
+as a raw ``sqlite3.DatabaseError``: it is a :class:`~smoke_core._store.StoreCorruptError`
+naming the file and what to do, or, with ``on_corrupt="start_fresh"``, the
+damaged file is moved aside (kept) and a fresh one is used, with a warning.
+A message row that cannot be decoded is replaced by a placeholder and
+reported in :attr:`SQLiteStore.warnings`; it never fails a load.
+:func:`salvage_sessions` copies whatever can still be read into a new file
+(``smoke sessions doctor``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import sqlite3
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from ._messages import Message
+from ._store import SessionInfo, StoreCorruptError, salvage_hint
+
+log = logging.getLogger("smoke.store")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    title TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    message_count INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(session_id),
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    UNIQUE (session_id, seq)
+);
+"""
+
+#: The text that stands in for a message that cannot be read.
+UNREADABLE = "(message could not be read)"
+_ROLES = frozenset({"user", "assistant", "tool", "system"})
+# SQLite primary result codes that mean "this file is damaged"
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+
+T = TypeVar("T")
+
+
+def is_corruption(exc: BaseException) -> bool:
+    """True when a ``sqlite3`` error says the file is damaged (not when it is
+    locked, read-only or missing: those are not fixed by moving it aside)."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and (code & 0xFF) in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+        return True
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text
+
+
+def move_aside(path: Path) -> Path:
+    """Rename a damaged database (and its ``-wal`` / ``-shm`` files) to
+    ``<name>.corrupt-<time>``; returns the new path of the main file."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+    os.replace(path, target)
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            os.replace(side, target.with_name(target.name + suffix))
+    return target
+
+
+class SQLiteStore:
+    """Sessions in the SQLite file ``path`` (created with its folder if missing).
+
+    ``on_corrupt``: ``"raise"`` (default) turns a damaged file into
+    :class:`~smoke_core._store.StoreCorruptError`; ``"start_fresh"`` moves it
+    aside (``moved_aside`` holds the new name), starts an empty file in its
+    place and records a warning — for starting a new session when the old
+    ones cannot be read. ``warnings`` lists every problem met (damaged file,
+    unreadable messages); each is also logged on ``smoke.store``.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, on_corrupt: Literal["raise", "start_fresh"] = "raise"
+    ) -> None:
+        if on_corrupt not in ("raise", "start_fresh"):
+            raise ValueError(f"on_corrupt must be 'raise' or 'start_fresh', got {on_corrupt!r}")
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.on_corrupt = on_corrupt
+        self.warnings: list[str] = []
+        self.moved_aside: Path | None = None
+        self._lock = threading.Lock()
+        # what this store appended, kept only to replay it if the file turns out damaged mid-run
+        self._appended: list[tuple[str, Message]] | None = [] if on_corrupt == "start_fresh" else None
+        try:
+            self._conn = self._connect()
+        except sqlite3.DatabaseError as exc:
+            if not is_corruption(exc):
+                raise
+            self._conn = self._start_fresh(exc)
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.executescript(_SCHEMA)
+            # cheap reads that touch the root pages of both tables (a full check costs ~3 ms per MB)
+            conn.execute("SELECT count(*) FROM sessions").fetchone()
+            conn.execute("SELECT max(id) FROM messages").fetchone()
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _start_fresh(self, exc: BaseException) -> sqlite3.Connection:
+        """Move the damaged file aside and open a fresh one (``start_fresh``), or raise."""
+        detail = str(exc)
+        if self.on_corrupt != "start_fresh" or self.moved_aside is not None:
+            raise StoreCorruptError(self.path, detail) from None
+        self.moved_aside = move_aside(self.path)
+        self._warn(
+            f"the session database {self.path} could not be read ({detail}); it was moved to "
+            f"{self.moved_aside} and a fresh one was started; {salvage_hint(self.path, self.moved_aside)} "
+            f"to copy the sessions that can still be read into the fresh file."
+        )
+        conn = self._connect()
+        for session_id, message in self._appended or []:
+            self._append_on(conn, session_id, message)
+        return conn
+
+    def _guard(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``op`` on the connection; a damaged file becomes StoreCorruptError
+        or, in ``start_fresh`` mode (once), a fresh file and a retry."""
+        with self._lock:
+            try:
+                return op(self._conn)
+            except sqlite3.DatabaseError as exc:
+                if not is_corruption(exc):
+                    raise
+                try:
+                    self._conn.close()
+                except sqlite3.Error:
+                    pass
+                self._conn = self._start_fresh(exc)
+                return op(self._conn)
+
+    def _warn(self, message: str) -> None:
+        self.warnings.append(message)
+        log.warning("%s", message)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def load(self, session_id: str) -> list[Message]:
+        rows = self._guard(
+            lambda conn: conn.execute(
+                "SELECT seq, role, content FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
+        )
+        messages, problems = decode_rows(rows)
+        for seq, reason in problems:
+            self._warn(
+                f"session {session_id!r} in {self.path}: message {seq} could not be read ({reason}); "
+                f"it is shown as {UNREADABLE!r}"
+            )
+        return messages
+
+    def append(self, session_id: str, message: Message) -> None:
+        self._guard(lambda conn: self._append_on(conn, session_id, message))
+        if self._appended is not None:
+            self._appended.append((session_id, json.loads(json.dumps(message))))
+
+    @staticmethod
+    def _append_on(conn: sqlite3.Connection, session_id: str, message: Message) -> None:
+        now = time.time()
+        content = json.dumps(message["content"], ensure_ascii=False)
+        title = None
+        if message["role"] == "user":
+            title = "".join(b.get("text", "") for b in message["content"] if b.get("type") == "text")[:80]
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "INSERT INTO sessions (session_id, title, created_at, updated_at, message_count) "
+                "VALUES (?, ?, ?, ?, 0) ON CONFLICT(session_id) DO NOTHING",
+                (session_id, title, now, now),
+            )
+            row = conn.execute("SELECT message_count FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+            seq = row[0]
+            conn.execute(
+                "INSERT INTO messages (session_id, seq, role, content, created_at) VALUES (?, ?, ?, ?, ?)",
+                (session_id, seq, message["role"], content, now),
+            )
+            conn.execute(
+                "UPDATE sessions SET message_count = ?, updated_at = ?, title = COALESCE(title, ?) "
+                "WHERE session_id = ?",
+                (seq + 1, now, title, session_id),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            raise
+
+    def rename_session(self, session_id: str, title: str) -> bool:
+        """Set a session's title; False when there is no such session."""
+        cur = self._guard(
+            lambda conn: conn.execute("UPDATE sessions SET title = ? WHERE session_id = ?", (title, session_id))
+        )
+        return cur.rowcount > 0
+
+    def delete_session(self, session_id: str) -> bool:
+        """Delete a session and its messages in one transaction; False when there was none."""
+
+        def op(conn: sqlite3.Connection) -> bool:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+                cur = conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+                conn.execute("COMMIT")
+            except BaseException:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+                raise
+            return cur.rowcount > 0
+
+        return self._guard(op)
+
+    def list_sessions(self) -> list[SessionInfo]:
+        rows = self._guard(
+            lambda conn: conn.execute(
+                "SELECT session_id, message_count, created_at, updated_at, title FROM sessions "
+                "ORDER BY updated_at DESC"
+            ).fetchall()
+        )
+        return [SessionInfo(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+
+# ---------------------------------------------------------------- decoding rows
+
+
+def _decode(role: Any, content: Any) -> list[dict[str, Any]]:
+    if role not in _ROLES:
+        raise ValueError(f"unknown role {role!r}")
+    if isinstance(content, bytes):
+        content = content.decode("utf-8")
+    blocks = json.loads(content)
+    if not isinstance(blocks, list) or not all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in blocks):
+        raise ValueError("content is not a list of blocks")
+    return blocks
+
+
+def decode_rows(rows: list[tuple[Any, Any, Any]]) -> tuple[list[Message], list[tuple[Any, str]]]:
+    """``(seq, role, content)`` rows as messages. A row that cannot be decoded
+    becomes a placeholder with the same role, kept valid for providers: an
+    unreadable assistant turn loses its tool calls, so the tool results
+    that answered them are dropped; an unreadable tool turn answers the
+    calls before it with an error. Returns (messages, [(seq, reason)])."""
+    out: list[Message] = []
+    problems: list[tuple[Any, str]] = []
+    last_calls: list[str] = []  # ids of the tool calls of the previous assistant message
+    for seq, role, content in rows:
+        try:
+            blocks = _decode(role, content)
+        except (ValueError, UnicodeError, TypeError) as exc:
+            reason = str(exc).splitlines()[0][:200] or type(exc).__name__
+            problems.append((seq, reason))
+            if role not in _ROLES:
+                continue  # no placeholder can stand in for an unknown role
+            if role == "tool":
+                if last_calls:
+                    out.append({"role": "tool", "content": [
+                        {"type": "tool_result", "tool_call_id": call_id, "is_error": True,
+                         "content": [{"type": "text", "text": UNREADABLE}]}
+                        for call_id in last_calls
+                    ]})
+                last_calls = []
+                continue
+            out.append({"role": role, "content": [{"type": "text", "text": UNREADABLE}]})
+            last_calls = []
+            continue
+        if role == "tool":
+            known = set(last_calls)
+            blocks = [b for b in blocks if b.get("type") != "tool_result" or b.get("tool_call_id") in known]
+            last_calls = []
+            if not blocks:
+                continue  # it answered calls of a message that could not be read
+        elif role == "assistant":
+            last_calls = [str(b.get("id")) for b in blocks if b.get("type") == "tool_call"]
+        else:
+            last_calls = []
+        out.append({"role": role, "content": blocks})
+    return out, problems
+
+
+# ---------------------------------------------------------------- salvage
+
+
+@dataclass
+class DatabaseCheck:
+    """What :func:`check_database` found: ``error`` is None when SQLite can
+    read the whole file; ``unreadable`` counts message rows that cannot be
+    decoded (the store shows them as placeholders)."""
+
+    path: Path
+    error: str | None = None
+    sessions: int = 0
+    messages: int = 0
+    unreadable: int = 0
+
+
+def check_database(path: str | os.PathLike[str]) -> DatabaseCheck:
+    """Check a session database without changing it (read-only): SQLite's
+    ``quick_check`` and a decode of every message row."""
+    result = DatabaseCheck(Path(path))
+    try:
+        conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        result.error = str(exc)
+        return result
+    try:
+        check = [str(r[0]) for r in conn.execute("PRAGMA quick_check(1)").fetchall()]
+        if check != ["ok"]:
+            lines = [x for c in check for x in c.splitlines() if x and not x.startswith("***")]
+            result.error = f"integrity check failed: {lines[0] if lines else check[0]}"
+            return result
+        result.sessions = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+        last: tuple[Any, ...] | None = None
+        rows: list[tuple[Any, Any, Any]] = []
+        for session_id, seq, role, content in conn.execute(
+            "SELECT session_id, seq, role, content FROM messages ORDER BY session_id, seq"
+        ):
+            if last is not None and session_id != last:
+                result.unreadable += len(decode_rows(rows)[1])
+                rows = []
+            last = session_id
+            rows.append((seq, role, content))
+            result.messages += 1
+        result.unreadable += len(decode_rows(rows)[1])
+    except sqlite3.DatabaseError as exc:
+        result.error = str(exc)
+    finally:
+        conn.close()
+    return result
+
+
+@dataclass
+class SalvageReport:
+    """What :func:`salvage_sessions` found and copied."""
+
+    source: Path
+    target: Path
+    sessions: int = 0
+    messages: int = 0
+    unreadable_messages: int = 0
+    skipped_sessions: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    healthy: bool = False
+
+
+def _rows_from(conn: sqlite3.Connection, sql: str, problems: list[str]) -> Iterator[tuple[Any, ...]]:
+    """Rows of ``sql`` (which must select the rowid first and take ``:after``),
+    stepping past damaged pages: after an error, carry on from further
+    rowids (1, 2, 4, ... ahead) instead of giving up on the table."""
+    after, jump, failures = -1, 1, 0
+    while jump <= 1 << 40 and failures < 200:
+        try:
+            for row in conn.execute(sql, {"after": after}):
+                if not isinstance(row[0], int) or row[0] <= after:
+                    continue  # a damaged page can hand back rows out of order: never go backwards
+                after, jump = row[0], 1
+                yield row
+            break
+        except sqlite3.DatabaseError as exc:
+            if failures == 0:
+                problems.append(f"rows after rowid {after} could not be read ({exc})")
+            failures += 1
+            after += jump
+            jump *= 2
+
+
+def _readable_copy(source: Path, folder: Path) -> Path:
+    """A copy of ``source`` (and its ``-wal``) that SQLite will read as far as
+    it goes: the header's page count is marked stale, so a truncated file is
+    sized by its length instead of failing as a whole."""
+    copy = folder / "salvage.db"
+    shutil.copyfile(source, copy)
+    wal = source.with_name(source.name + "-wal")
+    if wal.exists():
+        shutil.copyfile(wal, folder / "salvage.db-wal")
+    with open(copy, "r+b") as fh:
+        header = fh.read(100)
+        if len(header) == 100 and header.startswith(b"SQLite format 3\x00"):
+            counter = int.from_bytes(header[24:28], "big")
+            fh.seek(92)  # "version-valid-for": unequal to the change counter = size from the file length
+            fh.write(((counter + 1) & 0xFFFFFFFF).to_bytes(4, "big"))
+    return copy
+
+
+def salvage_sessions(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> SalvageReport:
+    """Copy every session and message that can still be read from the
+    (damaged) database ``source`` into ``target`` (created if missing;
+    sessions already in it are left as they are). ``source`` is never
+    changed: a temporary copy is read. Unreadable messages are carried over
+    as placeholders (see :func:`decode_rows`); session titles are kept,
+    creation times are not."""
+    report = SalvageReport(Path(source), Path(target))
+    titles: dict[str, tuple[Any, Any]] = {}
+    by_session: dict[str, list[tuple[Any, Any, Any]]] = {}
+    with tempfile.TemporaryDirectory(prefix="smoke-salvage-") as tmp:
+        try:
+            copy = _readable_copy(Path(source), Path(tmp))
+        except OSError as exc:
+            report.problems.append(f"cannot read {source}: {exc.strerror or exc}")
+            return report
+        src = sqlite3.connect(str(copy), isolation_level=None)
+        try:
+            src.execute("PRAGMA writable_schema=ON")  # read what the schema allows even if part of it is damaged
+            try:
+                check = [str(r[0]) for r in src.execute("PRAGMA quick_check(20)").fetchall()]
+                report.healthy = check == ["ok"]
+                if not report.healthy:
+                    lines = [x for c in check for x in c.splitlines() if x and not x.startswith("***")]
+                    report.problems.append(f"the integrity check failed ({lines[0] if lines else check[0]})")
+            except sqlite3.DatabaseError as exc:
+                report.problems.append(f"the file cannot be checked ({exc})")
+            for row in _rows_from(
+                src, "SELECT rowid, session_id, title, updated_at FROM sessions WHERE rowid > :after ORDER BY rowid",
+                report.problems,
+            ):
+                titles[str(row[1])] = (row[2], row[3])
+            for row in _rows_from(
+                src, "SELECT id, session_id, seq, role, content FROM messages WHERE id > :after ORDER BY id",
+                report.problems,
+            ):
+                by_session.setdefault(str(row[1]), []).append((row[2], row[3], row[4]))
+        finally:
+            src.close()
+    with SQLiteStore(target) as dest:
+        existing = {info.session_id for info in dest.list_sessions()}
+        for session_id in sorted(by_session, key=lambda sid: _number(titles.get(sid, (None, 0))[1])):
+            if session_id in existing:
+                report.skipped_sessions.append(session_id)
+                continue
+            rows = sorted(by_session[session_id], key=lambda r: _number(r[0]))
+            messages, problems = decode_rows(rows)
+            report.unreadable_messages += len(problems)
+            if not messages:
+                report.problems.append(f"session {session_id!r}: no message could be read; not copied")
+                continue
+            for message in messages:
+                dest.append(session_id, message)
+            title = titles.get(session_id, (None, None))[0]
+            if title:
+                dest.rename_session(session_id, str(title))
+            report.sessions += 1
+            report.messages += len(messages)
+    return report
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) else 0.0
