@@ -18,7 +18,7 @@ from ._hooks import HookRunner
 from ._messages import Message
 from ._options import Guards
 from ._pricing import price_usd
-from ._run_state import RunFailed, RunState
+from ._run_state import RunFailed, RunState, ToolCallRejected
 from .providers import (
     Finished,
     ModelRequest,
@@ -132,6 +132,12 @@ class ModelCaller:
                 raise
             except AgentError as exc:
                 info = exc.info
+                if info.code == "tool_invalid_input":
+                    # the provider validated the model's tool call and refused it: the model's mistake
+                    await self._after(None, Usage(), t0, info, step)
+                    if streamed:
+                        self.emit("text.discarded", {"reason": info.code, "text": "".join(streamed)})
+                    raise ToolCallRejected(info, _rejection_feedback(info)) from None
             except Exception as exc:
                 info = AgentErrorInfo.from_code(
                     "provider_error",
@@ -256,3 +262,14 @@ class ModelCaller:
             "run": self.hook_run,
         }
         await self.hooks.observe("after_model_call", kwargs, self.on_hook_error)
+
+
+def _rejection_feedback(info: AgentErrorInfo) -> str:
+    failed = str(info.details.get("failed_generation") or "").strip()
+    text = (
+        f"Your last reply was rejected by the model provider before any tool ran: {info.message}. "
+        "Nothing was executed. Call the tool again with arguments that are valid JSON and match its schema."
+    )
+    if failed:
+        text += f"\nWhat you sent:\n{failed[:2000]}"
+    return text

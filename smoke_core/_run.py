@@ -42,7 +42,7 @@ from ._options import AgentOptions, Guards
 from ._output import FINAL_RESULT, OutputSpec
 from ._pauses import PauseBroker
 from ._permissions import PermissionGate, PermissionRequest
-from ._run_state import Interrupted, RunFailed, RunState
+from ._run_state import Interrupted, RunFailed, RunState, ToolCallRejected
 from ._tool_executor import ToolExecutor
 from ._tools import ToolDefinition, ToolRegistry
 from ._workspace import Workspace
@@ -411,7 +411,25 @@ class RunHandle:
             emit("step.started", {"step": step})
             await deps.compactor.maybe_compact(self, self._model.summarise)
             request = await self._model.build_request(step)
-            reply, finish_reason = await self._model.call(request, step)
+            try:
+                reply, finish_reason = await self._model.call(request, step)
+            except ToolCallRejected as rejected:
+                st.rejected_calls += 1
+                limit = guards.repeated_tool_error
+                if limit and st.rejected_calls > limit:
+                    raise RunFailed(
+                        AgentErrorInfo.from_code(
+                            "run_repeated_error",
+                            f"the provider rejected the model's tool calls {st.rejected_calls} times in a row; "
+                            f"last: {rejected.info.message}",
+                            details={"cause": rejected.info.to_dict(), "count": st.rejected_calls},
+                        )
+                    ) from None
+                self.emit("run.warning", {"error": rejected.info.to_dict(), "attempt": None, "retry_in_ms": None})
+                self._append(user_message(rejected.feedback))
+                emit("step.ended", {"step": step, "tool_calls": 0, "finish_reason": "tool_call_rejected"})
+                continue
+            st.rejected_calls = 0
 
             calls = [b for b in reply["content"] if b["type"] == "tool_call"]
             has_text = any(b["type"] == "text" and b["text"].strip() for b in reply["content"])

@@ -25,6 +25,17 @@ class Interrupted(Exception):
     """Ends the run as ``interrupted`` (abort seen at a check point)."""
 
 
+class ToolCallRejected(Exception):
+    """The provider refused the model's tool call (it validated the call and
+    found it broken): the model's mistake, not the run's end. ``feedback`` is
+    what the model is told before it is asked again."""
+
+    def __init__(self, info: AgentErrorInfo, feedback: str) -> None:
+        super().__init__(info.message)
+        self.info = info
+        self.feedback = feedback
+
+
 @dataclass(slots=True, eq=False)
 class RunState:
     messages: list[Message] = field(default_factory=list)
@@ -41,6 +52,8 @@ class RunState:
     #: (tool name, canonical input) of the last failing call and how many times in a row it failed
     last_failure: tuple[str, str] | None = None
     same_failures: int = 0
+    #: tool calls the provider rejected in a row (``ToolCallRejected``)
+    rejected_calls: int = 0
     #: set by a part of the run that wants the loop to stop after this step's results are recorded
     stop: AgentErrorInfo | None = None
     #: nested AGENTS.md files already offered (or looked for) in this run

@@ -642,3 +642,41 @@ async def test_a_different_input_or_a_success_resets_the_repeat_count(workspace)
     agent, _ = make(workspace, turns, tools=[flaky])
     result = await agent.run("go")
     assert result.status == "completed", result.error
+
+
+async def test_a_tool_call_the_provider_rejects_goes_back_to_the_model_and_the_run_goes_on(workspace):
+    from smoke_core import AgentErrorInfo
+
+    calls = []
+
+    @tool(kind="edit")
+    def note(text: str) -> str:
+        """Note."""
+        calls.append(text)
+        return "noted"
+
+    rejected = AgentErrorInfo.from_code(
+        "tool_invalid_input", "tool call validation failed: parameters for tool note did not match schema",
+        details={"failed_generation": '{"name": "note", "arguments": {"txt": 1}}'},
+    )
+
+    agent, provider = make(workspace, [rejected, call("note", text="hi"), "done"], tools=[note],
+                           auto_approve=True)
+    warnings = []
+    agent.on("run.warning", warnings.append)
+    result = await agent.run("go")
+    assert result.status == "completed", result.error
+    assert calls == ["hi"]  # the valid call ran exactly once
+    assert [w.data["error"]["code"] for w in warnings] == ["tool_invalid_input"]
+    feedback = provider.requests[1].messages[-1]["content"][0]["text"]
+    assert "rejected by the model provider" in feedback and '"txt": 1' in feedback
+
+
+async def test_rejections_in_a_row_end_the_run(workspace):
+    from smoke_core import AgentErrorInfo
+
+    rejected = AgentErrorInfo.from_code("tool_invalid_input", "bad tool call")
+    agent, _ = make(workspace, [rejected] * 6)
+    result = await agent.run("go")
+    assert result.error.code == "run_repeated_error"
+    assert result.error.details["count"] == 4
