@@ -96,8 +96,10 @@ class ToolContext:
         return await self._ask_user(self.tool_call_id, question, options=options, multiple=multiple)
 
     def add_instructions(self, text: str) -> bool:
-        """Add guidance to the system prompt from the next model turn on, for
-        the rest of the run. The same text is added once; returns False if it
+        """Add guidance for the rest of the run: it joins the conversation as a
+        message before the next model turn (the system prompt never changes
+        during a run, so what providers cache stays valid) and is given again
+        after a compaction. The same text is added once; returns False if it
         was already there."""
         return self._add_instructions(text)
 

@@ -242,18 +242,28 @@ class RunHandle:
         self._content = [*self._content, *blocks]
 
     def add_instructions(self, text: str) -> bool:
-        """Add guidance to the system prompt for the rest of the run (once per text)."""
+        """Add guidance for the rest of the run (once per text). It joins the
+        transcript as a message before the next model call — never an edit of
+        the system prompt, so the prompt prefix a provider caches stays valid."""
         text = text.strip()
         if not text or text in self._st.instructions:
             return False
         self._st.instructions.append(text)
+        self._st.pending_instructions.append(text)
         return True
 
     def system_prompt(self) -> str | None:
-        base = self._deps.system_prompt
-        if not self._st.instructions:
-            return base
-        return "\n\n".join([base or "", *self._st.instructions]).strip()
+        """The system prompt: the same for every model call of the run."""
+        return self._deps.system_prompt
+
+    def _flush_instructions(self) -> None:
+        st = self._st
+        if not st.pending_instructions:
+            return
+        texts, st.pending_instructions = st.pending_instructions, []
+        self._append(user_message(
+            "[Instructions added during this task — follow them from now on]\n\n" + "\n\n".join(texts)
+        ))
 
     def abort(self) -> None:
         """Stop the run now (safe from any thread): the model stream is closed,
@@ -409,7 +419,11 @@ class RunHandle:
             st.step += 1
             step = st.step
             emit("step.started", {"step": step})
-            await deps.compactor.maybe_compact(self, self._model.summarise)
+            if await deps.compactor.maybe_compact(self, self._model.summarise):
+                # instructions summarised away are given again after the summary
+                kept = str(st.messages)
+                st.pending_instructions = [t for t in st.instructions if t not in kept]
+            self._flush_instructions()
             request = await self._model.build_request(step)
             try:
                 reply, finish_reason = await self._model.call(request, step)

@@ -42,8 +42,10 @@ class RunState:
     step: int = 0
     phase: str = "understand"
     usage: Usage = field(default_factory=Usage)
-    #: guidance added by tools for the rest of the run (appended to the system prompt)
+    #: guidance added by tools for the rest of the run (``add_instructions``)
     instructions: list[str] = field(default_factory=list)
+    #: guidance not yet in the transcript: it joins as a message before the next model call
+    pending_instructions: list[str] = field(default_factory=list)
     finish_summary: str | None = None
     # guards
     edited: bool = False

@@ -18,7 +18,7 @@ _IDS_IN_DESCRIPTION = 40
 
 
 def instructions_for(skill: Skill) -> str:
-    """The text ``use_skill`` adds to the system prompt."""
+    """The text ``use_skill`` adds to the conversation (``ctx.add_instructions``)."""
     return f"## Skill: {skill.name}\n\n{skill.body.strip()}"
 
 
@@ -147,11 +147,11 @@ def build_tools(skills: list[Skill]) -> list[ToolDefinition]:
         if added:
             lines.append(
                 f"Skill {skill.id!r} ({skill.name}) is loaded: its instructions are now part of your "
-                f"system prompt for the rest of this run. Follow them."
+                f"conversation (the next message) for the rest of this run. Follow them."
             )
         else:
             lines.append(
-                f"Skill {skill.id!r} ({skill.name}) was already loaded; its instructions are in your system prompt."
+                f"Skill {skill.id!r} ({skill.name}) was already loaded; its instructions are already in the conversation."
             )
         files: list[str] = []
         if skill.folder is not None:
@@ -190,7 +190,7 @@ def build_tools(skills: list[Skill]) -> list[ToolDefinition]:
         ", …" if len(ids) > _IDS_IN_DESCRIPTION else ""
     )
     use_description = (
-        "Load a skill matching the task: its instructions join your system prompt from the next turn and its "
+        "Load a skill matching the task: its instructions join the conversation from the next turn and its "
         "files become readable by absolute path."
     )
     if listed:

@@ -103,15 +103,16 @@ async def test_list_then_use_skill_injects_the_body_once_and_opens_its_folder(
     assert result.text == "done"
     assert len(provider.requests) == 5
 
-    # Before use_skill the body is nowhere in the system prompt ...
+    # The system prompt never changes (what a provider caches stays valid) ...
+    assert len({request.system for request in provider.requests}) == 1
+    # ... before use_skill the body is nowhere in the conversation ...
     for request in provider.requests[:2]:
-        assert PDF_BODY not in (request.system or "")
-    # ... from the next request on it is there exactly once, for the rest of the run.
+        assert PDF_BODY not in str(request.messages)
+    # ... from the next request on it is there exactly once, as a message, for the rest of the run.
     for request in provider.requests[2:]:
-        system = request.system or ""
-        assert system.count(PDF_INSTRUCTIONS) == 1
-        assert system.count("## Skill: PDF Processing Tools") == 1
-    assert provider.requests[2].system.startswith(agent.system_prompt.strip())
+        text = "\n".join(b.get("text", "") for m in request.messages for b in m["content"])
+        assert text.count(PDF_INSTRUCTIONS) == 1
+        assert text.count("## Skill: PDF Processing Tools") == 1
 
     results = tool_results(result.messages)
     listing = results["list"]["text"]
@@ -168,7 +169,7 @@ async def test_unknown_and_hidden_skills_are_tool_errors(tmp_path: Path) -> None
     assert results["hidden"]["is_error"]
     assert "disable-model-invocation" in results["hidden"]["text"]
     # Nothing was injected.
-    assert "## Skill:" not in (provider.requests[-1].system or "")
+    assert "## Skill:" not in str(provider.requests[-1].messages)
 
 
 def test_tools_are_registered_read_only_in_the_skills_group(tmp_path: Path) -> None:
