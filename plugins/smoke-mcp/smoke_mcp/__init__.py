@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from smoke_core import hookimpl
+from smoke_core.plugin import hookimpl
 
 from ._config import TRANSPORTS, MCPServerConfig, load_server_configs
 
@@ -28,14 +28,40 @@ if TYPE_CHECKING:
 
     from smoke_core.plugin import Agent, RunHandle
 
+    from ._prompts import (
+        MCPPrompt,
+        MCPPromptArgument,
+        MCPPromptError,
+        MCPPromptInfo,
+        MCPPromptList,
+        slash_command,
+    )
     from ._state import MCPAgentState
 
 __all__ = [
     "TRANSPORTS",
+    "MCPPrompt",
+    "MCPPromptArgument",
+    "MCPPromptError",
+    "MCPPromptInfo",
+    "MCPPromptList",
     "MCPServerConfig",
+    "get_mcp_prompt",
+    "list_mcp_prompts",
     "load_server_configs",
     "mcp_state",
+    "slash_command",
 ]
+
+_LAZY = {
+    "MCPAgentState": "_state",
+    "MCPPrompt": "_prompts",
+    "MCPPromptArgument": "_prompts",
+    "MCPPromptError": "_prompts",
+    "MCPPromptInfo": "_prompts",
+    "MCPPromptList": "_prompts",
+    "slash_command": "_prompts",
+}
 
 
 def mcp_state(agent: Agent) -> MCPAgentState | None:
@@ -48,6 +74,10 @@ def mcp_state(agent: Agent) -> MCPAgentState | None:
 
 @hookimpl
 async def before_run(run: RunHandle) -> None:
+    if run.parent is not None:
+        # a subagent inherits its parent's tools, MCP ones included: its prompt is the
+        # model's, so nothing is started, asked or registered again for it
+        return
     from ._state import mcp_state as _get
 
     state = _get(run.agent, create=True)
@@ -82,9 +112,39 @@ def register_commands(cli: click.Group) -> None:
     cli.add_command(mcp_group)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "MCPAgentState":
-        from ._state import MCPAgentState
+async def get_mcp_prompt(agent: Agent, server: str, prompt: str,
+                         arguments: dict[str, str] | None = None) -> MCPPrompt:
+    """Fill in the prompt ``prompt`` of the MCP server ``server`` with
+    ``arguments`` (text values) and return it (:class:`MCPPrompt`: its
+    messages; ``.to_task()`` turns them into a task for ``agent.run``).
 
-        return MCPAgentState
-    raise AttributeError(f"module 'smoke_mcp' has no attribute {name!r}")
+    Uses the server the agent runs; starts it only if it would start without
+    asking (trusted, or approved in an earlier run of this agent). Raises
+    :class:`MCPPromptError`, whose message says what to do, for an unknown
+    server or prompt, an unknown / missing / non-text argument, a server not
+    approved yet, or the server's own error."""
+    from ._prompts import get_mcp_prompt as _get
+
+    return await _get(agent, server, prompt, arguments)
+
+
+async def list_mcp_prompts(agent: Agent, server: str | None = None) -> MCPPromptList:
+    """The prompts of the agent's MCP servers (:class:`MCPPromptList`), each
+    with its chat command ``/mcp__<server>__<prompt>``; servers that could not
+    be asked (not approved yet, failed, no prompts) are in ``unavailable``
+    with the reason. With ``server``, only that one, and a problem raises
+    :class:`MCPPromptError`."""
+    from ._prompts import list_mcp_prompts as _list
+
+    return await _list(agent, server)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'smoke_mcp' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -1,4 +1,6 @@
-"""``smoke mcp list`` and ``smoke mcp tools NAME``."""
+"""``smoke mcp list``, ``smoke mcp tools NAME``, ``smoke mcp resources NAME``,
+``smoke mcp read NAME URI``, ``smoke mcp prompts NAME`` and ``smoke mcp prompt
+NAME PROMPT [ARG=VALUE]...``."""
 
 from __future__ import annotations
 
@@ -45,9 +47,55 @@ async def _probe(cfg: MCPServerConfig, root: Path, log_dir: Path) -> tuple[list[
     return tools, None
 
 
+async def _with_server(cfg: MCPServerConfig, root: Path, work: Any) -> Any:
+    """Start ``cfg``, run ``await work(connection)``, shut the server down.
+    Raises ``click.ClickException`` with the reason when it cannot start."""
+    from ._connection import MCPServerConnection, MCPServerError
+    from ._schema import sanitize_server_name
+
+    with tempfile.TemporaryDirectory(prefix="smoke-mcp-") as tmp:
+        conn = MCPServerConnection(cfg, workspace_root=root,
+                                   stderr_path=Path(tmp) / f"mcp-{sanitize_server_name(cfg.name)}.stderr.log")
+        try:
+            await conn.start()
+        except MCPServerError as exc:
+            raise click.ClickException(exc.message) from None
+        try:
+            return await work(conn)
+        finally:
+            await conn.close()
+
+
+def _named_server(name: str, workspace: str) -> tuple[Path, MCPServerConfig]:
+    """The configured server NAME (naming it is the approval to start it)."""
+    root, servers = _load(workspace)
+    cfg = servers.get(name)
+    if cfg is None:
+        known = ", ".join(servers) or "none"
+        raise click.ClickException(f"no MCP server named {name!r} is configured (configured: {known})")
+    # say exactly what is started (the person named it; they may not have read the file)
+    click.echo(f"starting MCP server {name!r} from {cfg.source}: {cfg.describe()}", err=True)
+    return root, cfg
+
+
+def _print_blocks(blocks: list[dict[str, Any]]) -> None:
+    """Server text for a terminal: control characters shown, never obeyed
+    (a server's text may hold escape sequences)."""
+    from smoke_core.display import visible
+
+    for block in blocks:
+        if block["type"] == "text":
+            click.echo(visible(block["text"], space_run=0, keep_tabs=True))
+        else:
+            import base64
+
+            size = len(base64.b64decode(block.get("data") or ""))
+            click.echo(f"[image {block.get('mime_type')}, {size} bytes: not shown in a terminal]")
+
+
 @click.group("mcp")
 def mcp_group() -> None:
-    """MCP servers: what is configured and what tools they offer."""
+    """MCP servers: what is configured and what tools, resources and prompts they offer."""
 
 
 @mcp_group.command("list")
@@ -116,14 +164,7 @@ def tools_command(name: str, workspace: str, as_json: bool) -> None:
     from ._schema import provider_schema, tool_name_for
     from ._state import annotations_for
 
-    root, servers = _load(workspace)
-    cfg = servers.get(name)
-    if cfg is None:
-        known = ", ".join(servers) or "none"
-        raise click.ClickException(f"no MCP server named {name!r} is configured (configured: {known})")
-
-    # say exactly what is started (the person named it; they may not have read the file)
-    click.echo(f"starting MCP server {name!r} from {cfg.source}: {cfg.describe()}", err=True)
+    root, cfg = _named_server(name, workspace)
 
     async def probe() -> tuple[list[Any] | None, str | None]:
         with tempfile.TemporaryDirectory(prefix="smoke-mcp-") as tmp:
@@ -150,11 +191,172 @@ def tools_command(name: str, workspace: str, as_json: bool) -> None:
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from smoke_core.display import visible
 
     table = Table(title=f"Tools of MCP server {name!r} ({len(rows)})")
     for col in ("tool", "read-only", "description"):
         table.add_column(col, overflow="fold")
     for r in rows:
         first = r["description"].splitlines()[0] if r["description"] else ""
-        table.add_row(r["name"], "yes" if r["read_only"] else "no", first)
+        # Text(): a server's names and descriptions are not rich markup
+        table.add_row(*(Text(visible(c, space_run=0)) for c in (r["name"], "yes" if r["read_only"] else "no", first)))
     Console().print(table)
+
+
+@mcp_group.command("resources")
+@click.argument("name")
+@_workspace_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a list.")
+def resources_command(name: str, workspace: str, as_json: bool) -> None:
+    """Connect to the MCP server NAME and list its resources and resource templates."""
+    from ._connection import METHOD_NOT_FOUND, MCPServerError, paginate
+    from ._resources import listing_text, resource_row, template_row
+
+    root, cfg = _named_server(name, workspace)
+
+    async def work(conn: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        if not conn.supports("resources"):
+            raise click.ClickException(f"MCP server {name!r} offers no resources")
+        try:
+            resources = await conn.request("resources/list", lambda s: paginate(s.list_resources, "resources"),
+                                           timeout=cfg.timeout)
+            try:
+                templates = await conn.request(
+                    "resources/templates/list",
+                    lambda s: paginate(s.list_resource_templates, "resource_templates"), timeout=cfg.timeout)
+            except MCPServerError as exc:
+                if exc.mcp_code != METHOD_NOT_FOUND:
+                    raise
+                templates = []
+        except MCPServerError as exc:
+            raise click.ClickException(exc.message) from None
+        return [resource_row(r) for r in resources], [template_row(t) for t in templates]
+
+    import asyncio
+
+    resources, templates = asyncio.run(_with_server(cfg, root, work))
+    if as_json:
+        click.echo(json.dumps({"resources": resources, "templates": templates}, indent=2))
+        return
+    from smoke_core.display import visible
+
+    click.echo(visible(listing_text(name, resources, templates), space_run=0))
+    click.echo(f"\nRead one: smoke mcp read {name} URI. In a task, mention it as @{name}:URI")
+
+
+@mcp_group.command("read")
+@click.argument("name")
+@click.argument("uri")
+@_workspace_option
+@click.option("--json", "as_json", is_flag=True, help="Print the content blocks as JSON.")
+def read_command(name: str, uri: str, workspace: str, as_json: bool) -> None:
+    """Read the resource URI of the MCP server NAME (text is printed; images and binaries are described)."""
+    from ._connection import MCPServerError
+    from ._resources import resource_blocks
+
+    root, cfg = _named_server(name, workspace)
+
+    async def work(conn: Any) -> list[dict[str, Any]]:
+        try:
+            result = await conn.request(f"resources/read {uri}", lambda s: s.read_resource(uri), timeout=cfg.timeout)
+        except MCPServerError as exc:
+            raise click.ClickException(exc.message) from None
+        blocks, _ = resource_blocks(result.contents, server=name)
+        return blocks
+
+    import asyncio
+
+    blocks = asyncio.run(_with_server(cfg, root, work))
+    if as_json:
+        click.echo(json.dumps(blocks, indent=2))
+        return
+    _print_blocks(blocks)
+
+
+@mcp_group.command("prompts")
+@click.argument("name")
+@_workspace_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def prompts_command(name: str, workspace: str, as_json: bool) -> None:
+    """Connect to the MCP server NAME and list its prompts (and their chat commands)."""
+    from ._prompts import MCPPromptError, _server_prompts
+
+    root, cfg = _named_server(name, workspace)
+
+    async def work(conn: Any) -> list[Any]:
+        try:
+            return await _server_prompts(conn, name)
+        except MCPPromptError as exc:
+            raise click.ClickException(exc.message) from None
+
+    import asyncio
+
+    prompts = asyncio.run(_with_server(cfg, root, work))
+    rows = [
+        {"name": p.name, "command": p.command, "title": p.title, "description": p.description,
+         "arguments": [{"name": a.name, "required": a.required, "description": a.description} for a in p.arguments]}
+        for p in prompts
+    ]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from smoke_core.display import visible
+
+    table = Table(title=f"Prompts of MCP server {name!r} ({len(rows)})")
+    for col in ("prompt", "command", "arguments", "description"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        args = ", ".join(a["name"] + ("" if a["required"] else "?") for a in r["arguments"]) or "—"
+        cells = (r["name"], r["command"], args, (r["description"] or "").strip().split("\n")[0])
+        table.add_row(*(Text(visible(c, space_run=0)) for c in cells))
+    Console().print(table)
+
+
+@mcp_group.command("prompt")
+@click.argument("name")
+@click.argument("prompt")
+@click.argument("arguments", nargs=-1)
+@_workspace_option
+@click.option("--json", "as_json", is_flag=True, help="Print the messages as JSON.")
+def prompt_command(name: str, prompt: str, arguments: tuple[str, ...], workspace: str, as_json: bool) -> None:
+    """Fill in the prompt PROMPT of the MCP server NAME with ARG=VALUE arguments and print its messages."""
+    from ._connection import MCPServerError
+    from ._prompts import MCPPromptError, _server_prompts, check_arguments, prompt_messages
+
+    values: dict[str, str] = {}
+    for item in arguments:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r}: give arguments as NAME=VALUE", param_hint="ARGUMENTS")
+        values[key] = value
+    root, cfg = _named_server(name, workspace)
+
+    async def work(conn: Any) -> list[dict[str, Any]]:
+        try:
+            prompts = {p.name: p for p in await _server_prompts(conn, name)}
+            info = prompts.get(prompt)
+            if info is None:
+                raise MCPPromptError(f"MCP server {name!r} has no prompt {prompt!r} (its prompts: "
+                                     f"{', '.join(sorted(prompts)) or 'none'})")
+            checked = check_arguments(info, values)
+            result = await conn.request(f"prompts/get {prompt}", lambda s: s.get_prompt(prompt, checked or None),
+                                        timeout=cfg.timeout)
+        except (MCPPromptError, MCPServerError) as exc:
+            raise click.ClickException(exc.message) from None
+        return prompt_messages(result, server=name)
+
+    import asyncio
+
+    messages = asyncio.run(_with_server(cfg, root, work))
+    if as_json:
+        click.echo(json.dumps(messages, indent=2))
+        return
+    for message in messages:
+        click.echo(f"--- {message['role']}")
+        _print_blocks(message["content"])

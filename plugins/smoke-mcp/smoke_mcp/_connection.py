@@ -3,9 +3,13 @@
 The SDK's context managers (``stdio_client``, ``streamable_http_client``,
 ``sse_client``, ``ClientSession``) hold anyio task groups and cancel scopes,
 which must be entered and exited by the same task. So each server gets its
-own task (:meth:`MCPServerConnection._main`) that enters them, answers tool
-calls arriving through a queue, and exits them when asked to close — from
-whatever task asks.
+own task (:meth:`MCPServerConnection._main`) that enters them, answers
+requests (tool calls, resource reads, prompts, listings) arriving through a
+queue, and exits them when asked to close — from whatever task asks.
+
+Server notifications are noted, never acted on mid-run: ``tools/list_changed``
+sets :attr:`MCPServerConnection.tools_changed`, and the next run re-lists the
+tools before its tool list is fixed.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +27,7 @@ from ._config import MCPServerConfig
 _CONNECTION_CLOSED = -32000
 _REQUEST_TIMEOUT = -32001
 _INVALID_PARAMS = -32602
-_METHOD_NOT_FOUND = -32601
+METHOD_NOT_FOUND = -32601
 
 _STDERR_TAIL_CHARS = 2000
 _CLOSE_GRACE = 15.0  # the SDK's own stdio shutdown is bounded at ~6 s
@@ -34,12 +38,14 @@ class MCPServerError(Exception):
     Smoke error code (``tool_failed`` or ``transport_disconnected``)."""
 
     def __init__(self, message: str, *, code: str = "tool_failed", stderr_tail: str | None = None,
-                 connection_lost: bool = False) -> None:
+                 connection_lost: bool = False, mcp_code: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
         self.stderr_tail = stderr_tail
         self.connection_lost = connection_lost
+        #: the JSON-RPC error code the server answered with, if it answered with one
+        self.mcp_code = mcp_code
 
 
 def server_env(cfg: MCPServerConfig) -> dict[str, str]:
@@ -91,6 +97,11 @@ class MCPServerConnection:
         self.stderr_path = stderr_path
         self.tools: list[Any] = []
         self.server_info: Any = None
+        #: the server's declared capabilities (``resources``, ``prompts``, ``tools``...)
+        self.capabilities: Any = None
+        #: set when the server sent ``notifications/tools/list_changed`` since the
+        #: tools were last listed; the next run re-lists them (never mid-run)
+        self.tools_changed = False
         self.alive = False
         self.lost_reason: str | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -135,16 +146,43 @@ class MCPServerConnection:
         await self.close()
         raise self._failure(None, starting=True)
 
+    def supports(self, capability: str) -> bool:
+        """True when the server declared ``capability`` (``"resources"``, ``"prompts"``) at initialize."""
+        return getattr(self.capabilities, capability, None) is not None
+
     async def call_tool(self, name: str, arguments: dict[str, Any], *, timeout: float,
                         on_progress: Callable[..., Any] | None = None) -> Any:
         """Call a tool; returns the SDK's ``CallToolResult``. Raises :class:`MCPServerError`."""
+
+        async def op(session: Any) -> Any:
+            return await session.call_tool(name, arguments, read_timeout_seconds=timeout,
+                                           progress_callback=on_progress)
+
+        return await self.request(name, op, timeout=timeout, tool=True)
+
+    async def refresh_tools(self, *, timeout: float) -> list[Any]:
+        """List the tools again (after ``tools/list_changed``); updates :attr:`tools`."""
+        self.tools_changed = False  # a notification arriving while listing marks it again
+        try:
+            tools = await self.request("tools/list", self._list_tools, timeout=timeout)
+        except BaseException:
+            self.tools_changed = True
+            raise
+        self.tools = list(tools)
+        return self.tools
+
+    async def request(self, what: str, op: Callable[[Any], Awaitable[Any]], *, timeout: float,
+                      tool: bool = False) -> Any:
+        """Run ``op(session)`` in the task that owns the session, bounded by
+        ``timeout``. ``what`` names the request in errors (a tool name when
+        ``tool``, else e.g. ``"resources/read demo://x"``). Raises :class:`MCPServerError`."""
         if not self.usable() or self._requests is None or self._task is None:
             raise MCPServerError(
                 f"MCP server {self.config.name!r} is not running" + (f" ({self.lost_reason})" if self.lost_reason else ""),
                 connection_lost=True, stderr_tail=self.stderr_tail() or None,
             )
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._requests.put_nowait((fut, name, arguments, timeout, on_progress))
+        self._requests.put_nowait((fut, what, op, timeout, tool))
         try:
             await asyncio.wait({fut, self._task}, return_when=asyncio.FIRST_COMPLETED, timeout=timeout + 5)
         finally:
@@ -153,9 +191,9 @@ class MCPServerConnection:
         if not fut.cancelled():
             return fut.result()
         if self._task.done():
-            raise MCPServerError(self._lost_message(name), connection_lost=True,
+            raise MCPServerError(self._lost_message(what), connection_lost=True,
                                  stderr_tail=self.stderr_tail() or None)
-        raise MCPServerError(f"{name} on MCP server {self.config.name!r} did not answer within {timeout:g} s "
+        raise MCPServerError(f"{what} on MCP server {self.config.name!r} did not answer within {timeout:g} s "
                              f"(the 'timeout' setting of the server)")
 
     async def close(self) -> None:
@@ -195,6 +233,8 @@ class MCPServerConnection:
                     session = await self._open(stack)
                     init = await session.initialize()
                     self.server_info = getattr(init, "server_info", None)
+                    self.capabilities = getattr(init, "capabilities", None)
+                    self.tools_changed = False  # what is listed now is current
                     tools = await self._list_tools(session)
                     scope.deadline = math.inf
                     self.tools = tools
@@ -252,20 +292,19 @@ class MCPServerConnection:
             client.event_hooks["response"].append(note_status)
             await stack.enter_async_context(client)
             read, write = await stack.enter_async_context(streamable_http_client(cfg.url or "", http_client=client))
-        return await stack.enter_async_context(ClientSession(read, write))
+        return await stack.enter_async_context(ClientSession(read, write, message_handler=self._on_message))
+
+    async def _on_message(self, message: Any) -> None:
+        """Server notifications (and transport exceptions, which the session
+        reports through the same handler). Only noted here: what changes is
+        applied between runs."""
+        from mcp.types import ToolListChangedNotification
+
+        if isinstance(message, ToolListChangedNotification):
+            self.tools_changed = True
 
     async def _list_tools(self, session: Any) -> list[Any]:
-        from mcp.types import PaginatedRequestParams
-
-        tools: list[Any] = []
-        cursor = None
-        for _ in range(100):  # a server that pages forever is cut off
-            result = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-            tools.extend(result.tools)
-            cursor = result.next_cursor
-            if not cursor:
-                break
-        return tools
+        return await paginate(session.list_tools, "tools")
 
     async def _serve(self, session: Any) -> None:
         import anyio
@@ -283,31 +322,38 @@ class MCPServerConnection:
         import anyio
         from mcp.shared.exceptions import MCPError
 
-        fut, name, arguments, timeout, on_progress = item
+        fut, what, op, timeout, tool = item
         if fut.done():
             return
         with anyio.CancelScope() as scope:
             fut.add_done_callback(lambda f: scope.cancel() if f.cancelled() else None)
             try:
-                result = await session.call_tool(name, arguments, read_timeout_seconds=timeout,
-                                                 progress_callback=on_progress)
+                with anyio.fail_after(timeout + 1):  # a backstop; call_tool has its own read timeout
+                    result = await op(session)
             except MCPError as exc:
                 if exc.code == _CONNECTION_CLOSED:
                     self.alive = False
                     self.lost_reason = "the server closed the connection"
                     if not fut.done():
-                        fut.set_exception(MCPServerError(self._lost_message(name), connection_lost=True,
+                        fut.set_exception(MCPServerError(self._lost_message(what), connection_lost=True,
                                                          stderr_tail=self.stderr_tail() or None))
                     assert self._requests is not None
                     self._requests.put_nowait(None)  # wind the dead session down
                     return
                 if not fut.done():
-                    fut.set_exception(self._call_error(name, exc, timeout))
+                    fut.set_exception(self._call_error(what, exc, timeout) if tool
+                                      else self._request_error(what, exc, timeout))
+                return
+            except TimeoutError:
+                if not fut.done():
+                    fut.set_exception(MCPServerError(
+                        f"{what} on MCP server {self.config.name!r} did not answer within {timeout:g} s "
+                        f"(the 'timeout' setting of the server)"))
                 return
             except Exception as exc:
                 if not fut.done():
                     fut.set_exception(MCPServerError(
-                        f"{name} on MCP server {self.config.name!r} failed: {self._describe(exc)}"))
+                        f"{what} on MCP server {self.config.name!r} failed: {self._describe(exc)}"))
                 return
             if not fut.done():
                 fut.set_result(result)
@@ -330,6 +376,19 @@ class MCPServerConnection:
             msg += f". Last server stderr:\n{tail}"
         return msg
 
+    def _request_error(self, what: str, exc: Any, timeout: float) -> MCPServerError:
+        """An error answer to a request that is not a tool call (resources, prompts, listings)."""
+        code = getattr(exc, "code", None)
+        text = getattr(exc, "message", None) or str(exc)
+        server = self.config.name
+        if code == _REQUEST_TIMEOUT:
+            return MCPServerError(f"{what} on MCP server {server!r} did not answer within {timeout:g} s "
+                                  f"(the 'timeout' setting of the server)", mcp_code=code)
+        if code == METHOD_NOT_FOUND:
+            return MCPServerError(f"MCP server {server!r} does not support {what.split()[0]}: {text}", mcp_code=code)
+        return MCPServerError(f"MCP server {server!r} answered {what} with an error: {text} (MCP error {code})",
+                              mcp_code=code)
+
     def _call_error(self, name: str, exc: Any, timeout: float) -> MCPServerError:
         code = getattr(exc, "code", None)
         text = getattr(exc, "message", None) or str(exc)
@@ -340,7 +399,7 @@ class MCPServerConnection:
         if code == _INVALID_PARAMS:
             return MCPServerError(f"MCP server {server!r} rejected the arguments for {name}: {text}. "
                                   f"Check them against the tool's schema and call again")
-        if code == _METHOD_NOT_FOUND:
+        if code == METHOD_NOT_FOUND:
             return MCPServerError(f"MCP server {server!r} does not know the tool {name}: {text}")
         return MCPServerError(f"{name} on MCP server {server!r} failed: {text} (MCP error {code})")
 
@@ -384,3 +443,20 @@ class MCPServerConnection:
         if tail:
             msg += f". Last server stderr:\n{tail}"
         return MCPServerError(msg, code=code, stderr_tail=tail or None)
+
+
+async def paginate(fetch: Callable[..., Awaitable[Any]], field: str, *, max_pages: int = 100) -> list[Any]:
+    """All items of a paginated MCP listing (``tools``, ``resources``,
+    ``resource_templates``, ``prompts``); a server that pages forever is cut
+    off after ``max_pages`` pages."""
+    from mcp.types import PaginatedRequestParams
+
+    items: list[Any] = []
+    cursor = None
+    for _ in range(max_pages):
+        result = await fetch(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+        items.extend(getattr(result, field))
+        cursor = result.next_cursor
+        if not cursor:
+            break
+    return items

@@ -18,7 +18,9 @@ def _field(obj: Any, *names: str) -> Any:
 
 def content_blocks(items: list[Any]) -> list[dict[str, Any]]:
     """MCP content → Smoke blocks: text stays text, images stay images,
-    embedded text resources become text, everything else a short text note."""
+    embedded text resources become text, embedded blobs as
+    :func:`~smoke_mcp._resources.blob_blocks` says (image, text, or a note),
+    everything else a short text note."""
     out: list[dict[str, Any]] = []
     for item in items or []:
         kind = _field(item, "type")
@@ -38,12 +40,10 @@ def content_blocks(items: list[Any]) -> list[dict[str, Any]]:
             blob = _field(res, "blob")
             if text is not None:
                 out.append({"type": "text", "text": f"[resource {uri}]\n{text}"})
-            elif blob is not None and isinstance(mime, str) and mime.startswith("image/"):
-                out.append({"type": "text", "text": f"[resource {uri}]"})
-                out.append({"type": "image", "data": blob, "mime_type": mime})
             else:
-                size = len(blob or "") * 3 // 4
-                out.append({"type": "text", "text": f"[binary resource {uri} ({mime or 'unknown type'}), {size} bytes]"})
+                from ._resources import blob_blocks
+
+                out.extend(blob_blocks(blob, uri=uri, mime=mime if isinstance(mime, str) else None))
         elif kind == "resource_link":
             uri = str(_field(item, "uri") or "")
             name = _field(item, "name") or ""

@@ -1,5 +1,6 @@
 """Per-agent MCP state: live connections, approvals, registered tools; and
-the work done in ``before_run`` (approve → start → register)."""
+the work done in ``before_run`` (approve → start → register tools →
+resolve ``@server:uri`` mentions in the task)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,12 @@ from ._schema import provider_schema, sanitize_server_name, tool_name_for, uniqu
 if TYPE_CHECKING:
     from smoke_core.plugin import Agent, RunHandle, ToolContext, ToolDefinition
 
+
 SOURCE_PREFIX = "smoke-mcp:"
+#: source of the tools smoke-mcp itself provides (list_mcp_resources, read_mcp_resource)
+SOURCE = "smoke-mcp"
 ICON = "🔌"
+RESOURCE_TOOLS = ("list_mcp_resources", "read_mcp_resource")
 _MAX_DESCRIPTION = 2000
 
 _states: weakref.WeakKeyDictionary[Any, MCPAgentState] = weakref.WeakKeyDictionary()
@@ -85,25 +90,40 @@ class MCPAgentState:
         self.approved: dict[str, dict[str, Any]] = {}
         self.configs: dict[str, MCPServerConfig] = {}
         self.tool_names: dict[str, list[str]] = {}
+        #: the servers the latest run exposed (approved and connected); the resource
+        #: tools reach only these
+        self.active: set[str] = set()
+        #: the servers the latest run did not start: name → (why, error code)
+        self.not_started: dict[str, tuple[str, str]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self.closed = False
 
     # ------------------------------------------------------------ before_run
 
     async def prepare_run(self, run: RunHandle) -> None:
+        """Approve, start and expose the configured servers for a top-level
+        run, then attach the resources its task mentions."""
         from smoke_core.plugin import AgentErrorInfo
+
+        from ._resources import limits_from_options
 
         trusted_workspace = workspace_trusted(run.options)
         loaded = load_server_configs(run.workspace.root, run.options.get("mcp_servers"),
                                      workspace_trusted=trusted_workspace)
-        for problem in loaded.problems:
+        limits, limit_problems = limits_from_options(run.options)
+        for problem in [*loaded.problems, *limit_problems]:
             run.warn(AgentErrorInfo.from_code("tool_failed", problem, severity="warning",
                                               details={"plugin": "smoke-mcp", "kind": "mcp_config"}))
+        self.active = set()
+        self.not_started = not_started = {}
         to_start: list[MCPServerConfig] = []
         for name, cfg in loaded.servers.items():
             conn = self.connections.get(name)
             if conn is not None and conn.usable() and self.configs.get(name) == cfg:
-                self._expose(run, name, conn, reused=True)
+                changed = conn.tools_changed
+                if changed:
+                    await self._refresh_tools(run, name, conn)
+                self._expose(run, name, conn, reused=True, tools_changed=changed)
                 continue
             if conn is not None:  # dead, from another event loop, or reconfigured
                 await conn.close()
@@ -112,6 +132,8 @@ class MCPAgentState:
                 untrusted_repository = cfg.origin == "repository" and not trusted_workspace
                 if untrusted_repository and answers_without_asking(run.options):
                     self._unregister(run.agent, name)
+                    not_started[name] = ("it is defined by a workspace you have not trusted and approval was automatic",
+                                         "permission_denied")
                     run.warn(AgentErrorInfo.from_code(
                         "permission_denied",
                         f"MCP server {name!r} ({cfg.describe()}) from {cfg.source} was not started: the "
@@ -135,6 +157,7 @@ class MCPAgentState:
                 )
                 if not allowed:
                     self._unregister(run.agent, name)
+                    not_started[name] = ("permission to start it was denied", "permission_denied")
                     run.warn(AgentErrorInfo.from_code(
                         "permission_denied",
                         f"MCP server {name!r} ({cfg.describe()}) was not started: permission denied. "
@@ -156,6 +179,7 @@ class MCPAgentState:
                 self._expose(run, cfg.name, outcome, reused=False)
                 continue
             self._unregister(run.agent, cfg.name)
+            not_started[cfg.name] = ("it could not be started; see the warning about it", "tool_failed")
             if isinstance(outcome, MCPServerError):
                 info = AgentErrorInfo.from_code(
                     outcome.code, f"{outcome.message}. Its tools are not available in this run",  # type: ignore[arg-type]
@@ -173,6 +197,54 @@ class MCPAgentState:
                 )
             run.warn(info)
 
+        self._register_resource_tools(run)
+        from ._mentions import attach_mentions
+
+        await attach_mentions(self, run, loaded.servers, not_started, limits)
+
+    async def _refresh_tools(self, run: RunHandle, name: str, conn: MCPServerConnection) -> None:
+        """The server said its tools changed (``tools/list_changed``) since the
+        last run: list them again now, before this run's tool list is fixed."""
+        from smoke_core.plugin import AgentErrorInfo
+
+        try:
+            await conn.refresh_tools(timeout=conn.config.timeout)
+        except MCPServerError as exc:
+            run.warn(AgentErrorInfo.from_code(
+                "tool_failed",
+                f"MCP server {name!r} said its tools changed, but listing them again failed: {exc.message}. "
+                f"This run keeps the tools listed before",
+                severity="warning", details={"server": name, "plugin": "smoke-mcp"},
+            ))
+
+    def resource_servers(self) -> list[str]:
+        """The servers of the latest run that are connected and offer resources."""
+        return [n for n in sorted(self.active)
+                if n in self.connections and self.connections[n].supports("resources")]
+
+    def _register_resource_tools(self, run: RunHandle) -> None:
+        """``list_mcp_resources`` / ``read_mcp_resource`` when a server offers resources."""
+        from ._tools import resource_tool_definitions
+
+        registry = run.agent.registry
+        for tool_name in RESOURCE_TOOLS:
+            if registry.source(tool_name) == SOURCE:
+                registry.unregister(tool_name)
+        if not self.resource_servers():
+            return
+        for definition in resource_tool_definitions(self):
+            if definition.name in registry:
+                from smoke_core.plugin import AgentErrorInfo
+
+                run.warn(AgentErrorInfo.from_code(
+                    "tool_failed",
+                    f"smoke-mcp did not add its tool {definition.name!r}: a tool of that name is already "
+                    f"registered ({registry.source(definition.name)})",
+                    severity="warning", details={"plugin": "smoke-mcp", "tool": definition.name},
+                ))
+                continue
+            run.register_tool(definition, group="mcp", source=SOURCE)
+
     @staticmethod
     def _stderr_path(folder: Path, name: str) -> Path:
         return folder / f"mcp-{sanitize_server_name(name)}.stderr.log"
@@ -185,7 +257,8 @@ class MCPAgentState:
         self.configs[cfg.name] = cfg
         return conn
 
-    def _expose(self, run: RunHandle, name: str, conn: MCPServerConnection, *, reused: bool) -> None:
+    def _expose(self, run: RunHandle, name: str, conn: MCPServerConnection, *, reused: bool,
+                tools_changed: bool = False) -> None:
         """(Re)register the server's tools on the agent so this run exposes them."""
         from smoke_core.plugin import AgentErrorInfo
 
@@ -207,9 +280,10 @@ class MCPAgentState:
             taken.add(exposed)
             names.append(exposed)
         self.tool_names[name] = names
+        self.active.add(name)
         run.emit("mcp.server.started", {
             "server": name, "transport": conn.config.transport, "target": conn.config.target(),
-            "tools": names, "reused": reused,
+            "tools": names, "reused": reused, "tools_changed": tools_changed,
         })
 
     def _unregister(self, agent: Agent, name: str) -> None:
@@ -245,11 +319,10 @@ class MCPAgentState:
             group="mcp",
         )
 
-    async def call(self, server: str, tool: str, arguments: dict[str, Any], ctx: ToolContext) -> Any:
-        """Run one MCP tool call for a Smoke tool (reconnecting a dead server first)."""
+    async def connection(self, server: str, ctx: ToolContext) -> MCPServerConnection:
+        """The live connection to ``server`` for a tool call (restarting a dead
+        server that was approved before). Raises ``ToolError``."""
         from smoke_core.plugin import ToolError
-
-        from ._results import to_tool_result
 
         cfg = self.configs.get(server)
         if self.closed:
@@ -259,6 +332,16 @@ class MCPAgentState:
         conn = self.connections.get(server)
         if conn is None or not conn.usable():
             conn = await self._reconnect(server, cfg, ctx)
+        return conn
+
+    async def call(self, server: str, tool: str, arguments: dict[str, Any], ctx: ToolContext) -> Any:
+        """Run one MCP tool call for a Smoke tool (reconnecting a dead server first)."""
+        from smoke_core.plugin import ToolError
+
+        from ._results import to_tool_result
+
+        conn = await self.connection(server, ctx)
+        cfg = conn.config
 
         def on_progress(progress: float, total: float | None, message: str | None) -> None:
             ctx.emit_progress(message, progress=progress, total=total)
@@ -271,11 +354,14 @@ class MCPAgentState:
                                      "connection_lost": exc.connection_lost}) from None
         return to_tool_result(result, server=server, tool=tool)
 
+    def lock(self, server: str) -> asyncio.Lock:
+        """The lock held while (re)starting ``server``."""
+        return self._locks.setdefault(server, asyncio.Lock())
+
     async def _reconnect(self, server: str, cfg: MCPServerConfig, ctx: ToolContext) -> MCPServerConnection:
         from smoke_core.plugin import ToolError
 
-        lock = self._locks.setdefault(server, asyncio.Lock())
-        async with lock:
+        async with self.lock(server):
             conn = self.connections.get(server)
             if conn is not None and conn.usable():
                 return conn

@@ -497,7 +497,7 @@ def test_cli_list_and_tools(tmp_path: Path) -> None:
 
     checked = runner.invoke(cli, ["mcp", "list", "-w", str(tmp_path), "--check", "--json"])
     status = {r["name"]: r["status"] for r in json.loads(checked.stdout)}
-    assert status["t"] == "ok (10 tools)" and status["remote"].startswith("failed:")
+    assert status["t"] == "ok (11 tools)" and status["remote"].startswith("failed:")
     # --check does not run the commands a repository's .mcp.json names
     assert status["fromrepo"].startswith("not started") and "smoke mcp tools fromrepo" in status["fromrepo"]
     assert not started.exists()

@@ -20,8 +20,15 @@ def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_public_api_is_exactly_this() -> None:
-    assert sorted(smoke_mcp.__all__) == ["MCPServerConfig", "TRANSPORTS", "load_server_configs", "mcp_state"]
+    assert sorted(smoke_mcp.__all__) == [
+        "MCPPrompt", "MCPPromptArgument", "MCPPromptError", "MCPPromptInfo", "MCPPromptList", "MCPServerConfig",
+        "TRANSPORTS", "get_mcp_prompt", "list_mcp_prompts", "load_server_configs", "mcp_state", "slash_command",
+    ]
+    for name in smoke_mcp.__all__:
+        assert getattr(smoke_mcp, name) is not None
     assert smoke_mcp.MCPAgentState.__name__ == "MCPAgentState"
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        smoke_mcp.nope  # noqa: B018
 
 
 def test_importing_the_plugin_does_not_import_mcp() -> None:
