@@ -73,3 +73,13 @@ def test_every_first_party_tool_is_documented():
     assert (DOCS / "tools.md").read_text(encoding="utf-8") == _docgen.render_tools(), (
         "docs/tools.md is stale: run `python -m smoke_core._docgen tools`"
     )
+
+
+def test_security_page_lists_the_limits_and_links_every_component_page():
+    text = (DOCS / "security.md").read_text(encoding="utf-8")
+    for needle in ("## Limits and their defaults", "1,000 characters", "256 alternatives", "50 MB", "1 MiB",
+                   "8 MiB", "terminal_log_limit", "repeated_tool_error"):
+        assert needle in text, f"docs/security.md lacks {needle!r}"
+    for page in ("sandbox.md", "security-git-mcp.md", "mcp.md", "security-webui.md", "security-limits.md"):
+        assert f"]({page}" in text, f"docs/security.md does not link {page}"
+        assert (DOCS / page).exists(), page
