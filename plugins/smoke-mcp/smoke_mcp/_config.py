@@ -61,6 +61,10 @@ class MCPServerConfig:
     timeout: float = DEFAULT_CALL_TIMEOUT
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     trusted: bool = False
+    #: run a stdio server in the OS sandbox: True, False, or None for the
+    #: settings default (``sandbox.mcp``); ``sandbox_network`` lets it reach the network
+    sandbox: bool | None = None
+    sandbox_network: bool = False
     source: str = "create_agent(mcp_servers=...)"
     origin: Origin = "code"
 
@@ -158,6 +162,11 @@ def parse_server(name: Any, raw: Any, *, source: str, allow_trusted: bool, origi
     for flag in ("disabled", "trusted"):
         if flag in raw and not isinstance(raw[flag], bool):
             return None, f"{where}: '{flag}' must be true or false, got {raw[flag]!r}"
+    sandbox = raw.get("sandbox")
+    if sandbox is not None and not isinstance(sandbox, bool) and not (
+        isinstance(sandbox, dict) and set(sandbox) <= {"network"} and isinstance(sandbox.get("network", False), bool)
+    ):
+        return None, f"{where}: 'sandbox' must be true, false or {{\"network\": true}}, got {sandbox!r}"
     if raw.get("disabled") is True:
         return None, None
     if refuse_secrets:
@@ -194,6 +203,8 @@ def parse_server(name: Any, raw: Any, *, source: str, allow_trusted: bool, origi
     cfg = MCPServerConfig(
         name=name, transport=kind, timeout=timeout, connect_timeout=connect_timeout, source=source,
         trusted=raw.get("trusted") is True and allow_trusted, origin=origin,
+        sandbox=None if sandbox is None else bool(sandbox),
+        sandbox_network=isinstance(sandbox, dict) and sandbox.get("network") is True,
     )
     if kind == "stdio":
         if not isinstance(command, str) or not command.strip():

@@ -91,10 +91,15 @@ class MCPServerConnection:
     :class:`~smoke_mcp.MCPAgentState`).
     """
 
-    def __init__(self, config: MCPServerConfig, *, workspace_root: Path, stderr_path: Path) -> None:
+    def __init__(self, config: MCPServerConfig, *, workspace_root: Path, stderr_path: Path,
+                 sandbox: Any = None) -> None:
         self.config = config
         self.workspace_root = workspace_root
         self.stderr_path = stderr_path
+        #: the agent's sandbox settings (``options.sandbox``); None = never sandboxed
+        self.sandbox_settings = sandbox
+        #: True once the server was started inside the OS sandbox
+        self.sandboxed = False
         self.tools: list[Any] = []
         self.server_info: Any = None
         #: the server's declared capabilities (``resources``, ``prompts``, ``tools``...)
@@ -255,6 +260,33 @@ class MCPServerConnection:
             self.alive = False
             self._fail_queued()
 
+    def _launch(self, cwd: Path) -> tuple[list[str], dict[str, str]]:
+        """How the stdio server starts: as configured, or inside the OS sandbox
+        when its config says ``"sandbox": true`` (then the sandbox must work:
+        an explicit opt-in never degrades silently) or the settings default
+        ``sandbox.mcp`` is on (then ``sandbox.mode`` decides, as for commands)."""
+        cfg = self.config
+        argv = [cfg.command or "", *[str(a) for a in cfg.args]]
+        settings = self.sandbox_settings
+        wanted = cfg.sandbox if cfg.sandbox is not None else bool(settings is not None and settings.mcp)
+        if not wanted:
+            return argv, server_env(cfg)
+        from smoke_core.sandbox import SandboxPolicy, SandboxSettings, SandboxUnavailable, prepare
+
+        base = settings if settings is not None else SandboxSettings()
+        update: dict[str, Any] = {"env": [*base.env, *cfg.env.keys()]}
+        if cfg.sandbox is True:
+            update["mode"] = "required"
+        if cfg.sandbox_network:
+            update["network"] = True
+        policy = SandboxPolicy.from_settings(base.model_copy(update=update), self.workspace_root)
+        try:
+            launch = prepare(argv, policy, cwd=cwd, extra_env=cfg.env)
+        except SandboxUnavailable as exc:
+            raise MCPServerError(f"MCP server {cfg.name!r} is configured to run sandboxed, but {exc}") from None
+        self.sandboxed = launch.sandboxed
+        return launch.argv, launch.env
+
     async def _open(self, stack: contextlib.AsyncExitStack) -> Any:
         from mcp import ClientSession
 
@@ -267,8 +299,8 @@ class MCPServerConnection:
             cwd = Path(cfg.cwd) if cfg.cwd else self.workspace_root
             if not cwd.is_absolute():
                 cwd = self.workspace_root / cwd
-            params = StdioServerParameters(command=cfg.command or "", args=list(cfg.args), env=server_env(cfg),
-                                           cwd=str(cwd))
+            argv, env = self._launch(cwd)
+            params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=str(cwd))
             read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
         elif cfg.transport == "sse":
             from mcp.client.sse import sse_client

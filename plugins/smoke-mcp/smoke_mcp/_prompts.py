@@ -200,7 +200,8 @@ async def _connection(agent: Agent, state: MCPAgentState, server: str,
         if conn is not None:
             await conn.close()
         log = Path(agent.workspace.root) / ".smoke" / "runs" / "mcp" / f"mcp-{sanitize_server_name(server)}.stderr.log"
-        new = MCPServerConnection(cfg, workspace_root=Path(agent.workspace.root), stderr_path=log)
+        new = MCPServerConnection(cfg, workspace_root=Path(agent.workspace.root), stderr_path=log,
+                                  sandbox=agent.options.sandbox)
         try:
             await new.start()
         except MCPServerError as exc:

@@ -33,6 +33,7 @@ class MCPServerEntry(TypedDict, total=False):
     connect_timeout: PositiveFloat
     trusted: StrictBool
     disabled: StrictBool
+    sandbox: StrictBool | dict[Literal["network"], StrictBool]
 
 
 class MCPJsonDocument(TypedDict):

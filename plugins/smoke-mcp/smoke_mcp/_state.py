@@ -251,7 +251,8 @@ class MCPAgentState:
 
     async def _start(self, run: RunHandle, cfg: MCPServerConfig) -> MCPServerConnection:
         conn = MCPServerConnection(cfg, workspace_root=run.workspace.root,
-                                   stderr_path=self._stderr_path(run.artifacts_dir, cfg.name))
+                                   stderr_path=self._stderr_path(run.artifacts_dir, cfg.name),
+                                   sandbox=run.options.sandbox)
         await conn.start()
         self.connections[cfg.name] = conn
         self.configs[cfg.name] = cfg
@@ -369,7 +370,8 @@ class MCPAgentState:
                 await conn.close()
             ctx.emit_progress(f"restarting MCP server {server!r}")
             new = MCPServerConnection(cfg, workspace_root=ctx.workspace.root,
-                                      stderr_path=self._stderr_path(ctx.artifacts_dir, server))
+                                      stderr_path=self._stderr_path(ctx.artifacts_dir, server),
+                                      sandbox=getattr(ctx.options, "sandbox", None))
             try:
                 await new.start()
             except MCPServerError as exc:

@@ -553,6 +553,38 @@ async def test_a_stdio_server_gets_no_provider_key_unless_its_env_names_it(
     assert "sk-openai-0123456789" not in str(result.messages)
 
 
+@pytest.mark.slow
+async def test_a_server_configured_sandboxed_runs_in_the_os_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from smoke_core import sandbox
+
+    if not sandbox.available():
+        pytest.skip(f"the OS sandbox cannot run here: {sandbox.status().reason()}")
+    monkeypatch.setenv("SMOKE_TEST_ORDINARY", "kept")
+    servers = {"boxed": _test_server(trusted=True, sandbox=True), "plain": _test_server(trusted=True)}
+    turns = [{"tool_calls": [{"name": f"{s}__{t}", "input": {}} for s in ("boxed", "plain")
+                             for t in ("pid", "environment")]}, "ok"]
+    agent, _ = _agent(tmp_path, turns, servers, permission="allow-all")
+    rec = Recorder(agent)
+    async with agent:
+        result = await agent.run("where do you run?")
+    assert result.status == "completed", rec.warnings()
+    boxed_pid = int(rec.completed("boxed__pid")[0]["content"][0]["text"])
+    plain_pid = int(rec.completed("plain__pid")[0]["content"][0]["text"])
+    assert boxed_pid < 10 < plain_pid  # its own PID namespace: it sees none of the machine's processes
+    boxed_env, plain_env = _environment_of(rec, "boxed__environment"), _environment_of(rec, "plain__environment")
+    assert "SMOKE_TEST_ORDINARY" not in boxed_env  # the sandbox's environment is an allow-list
+    assert plain_env["SMOKE_TEST_ORDINARY"] == "kept"
+
+
+def test_a_bad_sandbox_value_in_a_server_config_is_a_clear_problem() -> None:
+    from smoke_mcp._config import parse_server
+
+    cfg, problem = parse_server("s", {"command": "x", "sandbox": "yes"}, source=".mcp.json", allow_trusted=False)
+    assert cfg is None and "'sandbox' must be true, false or {\"network\": true}" in (problem or "")
+    cfg, problem = parse_server("s", {"command": "x", "sandbox": {"network": True}}, source="code", allow_trusted=True)
+    assert problem is None and cfg is not None and cfg.sandbox is True and cfg.sandbox_network is True
+
+
 # ---------------------------------------------------------------- a repository's servers and trust
 
 
