@@ -10,7 +10,6 @@ compaction never fails a run. The stored session keeps every message.
 from __future__ import annotations
 
 import json
-import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -23,6 +22,8 @@ class CompactableRun(Protocol):
     """What compaction uses of a run (:class:`~smoke_core.plugin.RunHandle` is one)."""
 
     messages: list[Message]
+    #: compaction's running count for this run (set and read by the Compactor only)
+    compaction_tally: Any
 
     @property
     def tool_schemas(self) -> list[dict[str, Any]]: ...
@@ -83,7 +84,6 @@ class Compactor:
         self.context_window = context_window
         self.threshold = threshold
         self.keep_recent = keep_recent
-        self._tallies: weakref.WeakKeyDictionary[Any, _Tally] = weakref.WeakKeyDictionary()
 
     async def maybe_compact(self, run: CompactableRun, summarise: Summarise | None = None) -> bool:
         """Compact ``run.messages`` when the estimated prompt passes the
@@ -96,9 +96,9 @@ class Compactor:
         # Per-step cost must not grow with the history: a running character
         # count per run, measuring only the messages added since the last
         # step (messages are append-only until compaction replaces them).
-        tally = self._tallies.get(run)
+        tally = run.compaction_tally
         if tally is None:
-            tally = self._tallies[run] = _Tally()
+            tally = run.compaction_tally = _Tally()
         if tally.messages is not messages or tally.counted > len(messages):
             tally.messages, tally.counted, tally.chars = messages, 0, 0
         for m in messages[tally.counted :]:

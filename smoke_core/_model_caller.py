@@ -68,6 +68,8 @@ class ModelCaller:
         self.on_hook_error = on_hook_error
         self.call_id_prefix = call_id_prefix  # a subagent's own ids never clash with its parent's
         self.rand = random.random
+        # only a provider with an endpoint (or told what it serves) can be priced
+        self._priced = bool(getattr(provider, "base_url", None) or getattr(provider, "price_as", None))
 
     @property
     def model(self) -> str:
@@ -145,7 +147,7 @@ class ModelCaller:
                     details={"exception": type(exc).__name__},
                 )
             else:
-                if usage.total_tokens:
+                if self._priced and usage.total_tokens:
                     usage.cost_usd = price_usd(
                         usage, model=request.model or self.model,
                         base_url=getattr(self.provider, "base_url", None),

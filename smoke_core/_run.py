@@ -129,6 +129,8 @@ class RunHandle:
         self._deps = deps
         self._st = RunState(output=output)
         self._artifacts: Path | None = None
+        #: compaction's bookkeeping for this run (owned by the Compactor)
+        self.compaction_tally: Any = None
         self._task: asyncio.Task[RunResult] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         #: the run that started this one as a subagent (None for a top-level run)

@@ -76,6 +76,8 @@ class ToolExecutor:
 
     async def run_calls(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``tool_result`` blocks for ``calls``, in order."""
+        if len(calls) == 1:
+            return [await self.run_call(calls[0])]
         tools = self.state.tools
 
         def concurrent(call: dict[str, Any]) -> bool:
@@ -254,7 +256,7 @@ class ToolExecutor:
             info = AgentErrorInfo.from_code("tool_failed", message, details={"exception": type(exc).__name__})
             return ToolResult.error(message), info, False, tool_input
         result = _coerce_result(raw_result)
-        if tool.kind == "read" and not result.is_error:
+        if tool.permission_key is not None and not result.is_error and tool.kind == "read":
             result = self._offer_nested_instructions(tool, tool_input, result)
         if self.redactor:
             result = _redact_result(result, self.redactor)

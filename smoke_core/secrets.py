@@ -8,6 +8,7 @@ person, a log, a store or the model again passes :meth:`Redactor.redact`.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -46,6 +47,7 @@ def _installed_provider_vars() -> frozenset[str]:
     return _provider_vars
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """True for a variable that holds a provider key (known, declared by a provider, or ``*_API_KEY``)."""
     return name in KNOWN_SECRET_VARS or bool(_SECRET_NAME.search(name)) or name in _installed_provider_vars()
@@ -96,7 +98,7 @@ class Redactor:
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> Redactor:
         env = os.environ if environ is None else environ
-        values = [env[name] for name in secret_env_names(env)]
+        values = [value for name, value in env.items() if is_secret_name(name)]
         return cls([*values, *_registered_values, *extra])
 
     def __bool__(self) -> bool:
