@@ -50,7 +50,11 @@ DIST = {"smoke": "smoke-core", "smoke-hooks": "smoke-core", "pydantic-ai": "pyda
 
 
 def _smoke_tool() -> Any:
-    from smoke_core import ToolAnnotations, ToolDefinition, ToolPresentation  # the app door: also in 0.1
+    from smoke_core import (  # the app door: also in 0.1
+        ToolAnnotations,
+        ToolDefinition,
+        ToolPresentation,
+    )
 
     async def noop(input: dict[str, Any], ctx: Any) -> str:
         return "ok"
