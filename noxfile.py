@@ -66,9 +66,10 @@ def plugin(session: nox.Session, name: str) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """Everything installed together: the tests that need several plugins
-    (end-to-end runs, the CLI with the tool plugins, the tool reference)."""
+    (end-to-end runs, the CLI with the tool plugins, the tool reference),
+    in core's tests and in a plugin's own tests (which skip them alone)."""
     session.install("-q", ".", *[_plugin_install_spec(n) for n in PLUGINS], *TEST_DEPS)
-    _pytest(session, "all", "tests", "-m", "integration")
+    _pytest(session, "all", "tests", *[f"plugins/{n}/tests" for n in PLUGINS], "-m", "integration")
 
 
 @nox.session
