@@ -15,6 +15,7 @@ Nothing here imports ``opentelemetry`` at import time (see ``_telemetry``).
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from smoke_core.plugin import AgentErrorInfo, Event, Redactor, RunHandle, ToolResult
 
     from ._telemetry import Telemetry
+
+log = logging.getLogger("smoke")
 
 #: events the plugin listens to (run.warning: retries and warnings; step.ended:
 #: the finish reason; permission.*: approvals on the tool span)
@@ -192,11 +195,18 @@ class OtelPlugin:
         self._telemetry: Telemetry | None = None
         self._runs: dict[str, _Run] = {}
 
-    def _tel(self, run: RunHandle) -> Telemetry:
+    def _tel(self, run: RunHandle) -> Telemetry | None:
+        """The instruments, or None when nothing would receive them (no
+        provider given, none set globally): the run is then not followed."""
+        uses_globals = self._tracer_provider is None and self._meter_provider is None
+        if uses_globals:
+            _configure_once(run)
+            from ._setup import meter_provider_is_set, tracer_provider_is_set
+
+            if not (tracer_provider_is_set() or meter_provider_is_set()):
+                return None
         tel = self._telemetry
         if tel is None:
-            if self._tracer_provider is None and self._meter_provider is None:
-                _configure_once(run)
             from ._telemetry import Telemetry
 
             tel = self._telemetry = Telemetry(self._tracer_provider, self._meter_provider)
@@ -220,6 +230,8 @@ class OtelPlugin:
     @hookimpl
     def before_run(self, run: RunHandle) -> None:
         tel = self._tel(run)
+        if tel is None:
+            return
         parent = self._runs.get(run.parent.run_id) if run.parent is not None else None
         agent = run.agent
         provider = agent.provider
@@ -326,6 +338,13 @@ class OtelPlugin:
         rt = self._runs.get(run.run_id)
         if rt is None:
             return
+        try:
+            self._start_chat(rt, messages, system, model, run)
+        except Exception:  # before-hooks fail closed: telemetry must never stop a run
+            log.exception("smoke-otel: could not start the chat span (ignored)")
+
+    def _start_chat(self, rt: _Run, messages: list[dict[str, Any]], system: str | None, model: str,
+                    run: RunHandle) -> None:
         if rt.chat is not None:
             self._finish_chat(rt, rt.chat, None)
         if model != rt.model:  # a subagent on another model
@@ -451,6 +470,13 @@ class OtelPlugin:
         rt = self._runs.get(run.run_id)
         if rt is None:
             return
+        try:
+            self._start_tool(rt, tool_name, input, tool_call_id, run)
+        except Exception:  # before-hooks fail closed: telemetry must never block a call
+            log.exception("smoke-otel: could not start the tool span (ignored)")
+
+    def _start_tool(self, rt: _Run, tool_name: str, input: dict[str, Any], tool_call_id: str,
+                    run: RunHandle) -> None:
         attrs = {**self._tool_attrs(rt, tool_name, run), c.TOOL_CALL_ID: tool_call_id}
         if rt.capture:
             from ._content import dump

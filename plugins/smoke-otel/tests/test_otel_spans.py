@@ -529,3 +529,40 @@ async def test_the_otel_agent_name_setting_is_validated(workspace, value):
         with pytest.raises(SettingsError, match="otel_agent_name"):
             create_agent(workspace, provider=ScriptedProvider(["ok"]), autoload_plugins=False,
                          plugins=[plugin], otel_agent_name="x" * 100)
+
+
+async def test_broken_telemetry_never_stops_a_run_or_blocks_a_call(workspace, caplog):
+    """The before-hooks fail closed in Smoke; smoke-otel's must not turn a telemetry fault into a block."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from smoke_otel import OtelPlugin
+
+    class FlakyProvider(TracerProvider):
+        def get_tracer(self, *args: Any, **kwargs: Any) -> Any:
+            real = super().get_tracer(*args, **kwargs)
+
+            class Flaky:
+                def start_span(self, name: str, **kw: Any) -> Any:
+                    if not name.startswith("invoke_agent"):
+                        raise RuntimeError("exporter on fire")
+                    return real.start_span(name, **kw)
+
+            return Flaky()
+
+    ran = []
+
+    @tool(kind="edit")
+    def write(path: str) -> str:
+        """Write."""
+        ran.append(path)
+        return "written"
+
+    agent = create_agent(workspace, provider=ScriptedProvider([{"tool_calls": [call("write", path="a")]}, "ok"]),
+                         tools=[write], permission="allow-all", autoload_plugins=False,
+                         plugins=[OtelPlugin(tracer_provider=FlakyProvider())])
+    warnings = []
+    agent.on("run.warning", lambda e: warnings.append(e.data["error"]["code"]))
+    with caplog.at_level(logging.ERROR, logger="smoke"):
+        result = await agent.run("go")
+    assert result.status == "completed" and ran == ["a"]
+    assert "could not start the chat span" in caplog.text and "could not start the tool span" in caplog.text
+    assert "hook_failed" in warnings  # after_tool_call fails open, reported

@@ -13,6 +13,8 @@ a user), configured only by the environment. Prints a JSON report.
                 not installed)
 --help-only     run `smoke --help` instead of an agent
 --in-span NAME  start the run inside an application span NAME (needs --app-provider)
+--hard-exit     end with os._exit after agent.aclose(): no atexit flush, so
+                whatever arrived was flushed by the close_agent hook
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ async def main() -> dict[str, Any]:
     ap.add_argument("--no-otel", action="store_true")
     ap.add_argument("--help-only", action="store_true")
     ap.add_argument("--in-span")
+    ap.add_argument("--hard-exit", action="store_true")
     args = ap.parse_args()
     report: dict[str, Any] = {}
 
@@ -140,4 +143,8 @@ async def main() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(main())))
+    print(json.dumps(asyncio.run(main())), flush=True)
+    if "--hard-exit" in sys.argv:
+        import os
+
+        os._exit(0)
