@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -36,6 +37,7 @@ log = logging.getLogger("smoke")
 EVENTS = ("run.warning", "step.ended", "permission.required", "permission.resolved")
 
 _configured = False
+_configure_lock = threading.Lock()
 _setup: Any = None
 
 
@@ -44,10 +46,13 @@ def _configure_once(run: RunHandle) -> None:
     global _configured, _setup
     if _configured:
         return
-    _configured = True
-    from ._setup import configure_from_environment
+    with _configure_lock:  # runs on several threads' loops may start together
+        if _configured:
+            return
+        from ._setup import configure_from_environment
 
-    _setup = configure_from_environment()
+        _setup = configure_from_environment()
+        _configured = True
     for problem in _setup.problems:
         run.warn(f"smoke-otel: {problem}")
 
