@@ -377,7 +377,7 @@ class OtelPlugin:
             return
         now = time.time_ns()
         chat = rt.chat
-        if chat is None:  # another plugin's before_model_call ran after ours was skipped: make the span now
+        if chat is None:  # our before_model_call did not run for this call (it failed): make the span now
             start = now - int(duration_ms * 1e6)
             tel = self._telemetry
             assert tel is not None
@@ -415,7 +415,7 @@ class OtelPlugin:
                 span.set_status(ERROR, run_error.message if run_error is not None else "the model call did not end")
         elif chat.error is not None:
             error_type = chat.error.code
-            span.set_status(ERROR, chat.error.message)
+            span.set_status(ERROR, rt.redactor.redact(chat.error.message))
         usage = chat.usage
         if usage:
             attrs[c.USAGE_INPUT_TOKENS] = usage.get("input_tokens") or 0
