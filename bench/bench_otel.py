@@ -8,8 +8,12 @@ tool until the last step), at 200 steps, in µs per step:
   in-memory span exporter (``SimpleSpanProcessor``) and an in-memory metric
   reader: per step one ``chat`` and one ``execute_tool`` span and four
   histogram records, content capture off.
-- smoke-otel-noop: the plugin installed but no SDK configured anywhere (the
-  API's no-op spans): what installing it costs when nothing is exported.
+- smoke-otel-noop-providers: the plugin following the run with the API's
+  no-op tracer and meter providers: the plugin's own work (and the hook
+  dispatch it causes), without the SDK's.
+- smoke-otel-unconfigured: the plugin installed but no provider configured
+  anywhere: it follows no run, so this is what installing it costs when
+  nothing is exported.
 - sdk-floor: no Smoke at all — the same two spans (same attributes) and
   four metric records per step made directly with the SDK: the cost
   OpenTelemetry itself puts on any instrumentation of this loop.
@@ -40,7 +44,7 @@ from _common import finish, fmt_table, installed_version, median, parser, run_ch
 
 STEPS = 200
 TARGET_RATIO = 1.5
-SMOKE_VARIANTS = ("smoke", "smoke-otel", "smoke-otel-noop")
+SMOKE_VARIANTS = ("smoke", "smoke-otel", "smoke-otel-noop-providers", "smoke-otel-unconfigured")
 
 
 def sdk_providers() -> tuple[Any, Any, Any]:
@@ -72,7 +76,13 @@ def smoke_run(ws: str, variant: str, tool: Any) -> tuple[float, int]:
 
         tp, mp, exporter = sdk_providers()
         plugins = [OtelPlugin(tracer_provider=tp, meter_provider=mp)]
-    elif variant == "smoke-otel-noop":
+    elif variant == "smoke-otel-noop-providers":
+        from opentelemetry.metrics import NoOpMeterProvider
+        from opentelemetry.trace import NoOpTracerProvider
+        from smoke_otel import OtelPlugin
+
+        plugins = [OtelPlugin(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())]
+    elif variant == "smoke-otel-unconfigured":
         from smoke_otel import OtelPlugin
 
         plugins = [OtelPlugin()]  # global providers: none is configured in this process
@@ -179,6 +189,8 @@ def bench_smoke(reps: int) -> dict[str, Any]:
         "ratio": round(us["smoke-otel"] / us["smoke"], 2),
         "added_us": round(us["smoke-otel"] - us["smoke"], 1),
         "added_above_floor_us": round(us["smoke-otel"] - us["smoke"] - us["sdk-floor"], 1),
+        "plugin_own_us": round(us["smoke-otel-noop-providers"] - us["smoke"], 1),
+        "sdk_in_run_us": round(us["smoke-otel"] - us["smoke-otel-noop-providers"], 1),
         "profile": profile_otel(),
         "versions": {d: installed_version(d) for d in ("smoke-otel", "opentelemetry-sdk")},
     }
