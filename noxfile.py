@@ -60,15 +60,16 @@ def core(session: nox.Session) -> None:
 def plugin(session: nox.Session, name: str) -> None:
     """Core plus one plugin: an undeclared dependency fails here."""
     session.install("-q", ".", _plugin_install_spec(name), *TEST_DEPS)
-    _pytest(session, f"plugin-{name}", f"plugins/{name}/tests")
+    _pytest(session, f"plugin-{name}", f"plugins/{name}/tests", "-m", "not integration")
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
     """Everything installed together: the tests that need several plugins
-    (end-to-end runs, the CLI with the tool plugins, the tool reference)."""
+    (end-to-end runs, the CLI with the tool plugins, the tool reference),
+    in core's tests and in a plugin's own tests (which skip them alone)."""
     session.install("-q", ".", *[_plugin_install_spec(n) for n in PLUGINS], *TEST_DEPS)
-    _pytest(session, "all", "tests", "-m", "integration")
+    _pytest(session, "all", "tests", *[f"plugins/{n}/tests" for n in PLUGINS], "-m", "integration")
 
 
 @nox.session

@@ -33,11 +33,12 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str], float]] = {
     "prompt": ("bench_prompt.py", [], [], 120),
     "stream": ("bench_stream.py", [], ["--reps", "1", "--deltas", "500", "--burst", "5000"], 300),
     "sandbox": ("bench_sandbox.py", [], ["--runs", "10", "--test-runs", "4"], 300),
+    "otel": ("bench_otel.py", [], ["--reps", "2", "--peer-reps", "1"], 900),
 }
 
 DISTS = ("smoke-core", "smoke-tools-filesystem", "smoke-tools-search", "smoke-tools-terminal", "smoke-tools-git",
          "smoke-tools-agent", "smoke-provider-openai", "smoke-provider-anthropic", "smoke-mcp", "smoke-skills",
-         "smoke-ui", "pydantic-ai-slim", "openai-agents", "llm", "llm-anthropic", "llm-gemini", "httpx",
+         "smoke-ui", "smoke-otel", "opentelemetry-sdk", "pydantic-ai-slim", "openai-agents", "llm", "llm-anthropic", "llm-gemini", "httpx",
          "httpx-sse", "tiktoken", "pydantic", "jsonschema", "pluggy")
 
 

@@ -5,6 +5,7 @@ break the prefix (issue 16 item 3)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from smoke_core import create_agent, tool
@@ -85,7 +86,7 @@ async def test_only_compactions_break_the_prefix(workspace):
             if r.tools and not r.messages[0]["content"][0]["text"].startswith("child")]
     assert len(main) >= 30
     breaks = 0
-    for before, after in zip(main, main[1:], strict=False):
+    for before, after in itertools.pairwise(main):
         assert after.system == before.system  # never edited during a run
         assert after.tools == before.tools
         a, b = _wire(before), _wire(after)

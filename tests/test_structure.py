@@ -15,7 +15,7 @@ CORE = ROOT / "smoke_core"
 #: the modules plugins may import from (DESIGN §1's doors and the public modules beside them)
 DOORS = {"smoke_core", "smoke_core.plugin", "smoke_core.providers", "smoke_core.testing", "smoke_core.settings",
          "smoke_core.sandbox", "smoke_core.secrets", "smoke_core.display", "smoke_core.demo",
-         "smoke_core.hookspecs"}
+         "smoke_core.hookspecs", "smoke_core.cli"}
 OLD_PATHS = ("agent", "run", "tools", "errors", "events", "context", "compaction", "options", "messages", "prompts",
              "workspace", "store", "sqlite_store", "http_provider", "http_errors", "permissions", "config",
              "plugins", "provider_contract", "store_contract")
