@@ -154,10 +154,10 @@ class ModelCaller:
                         price_as=getattr(self.provider, "price_as", None),
                     )
                 self.state.usage.add(usage)
-                await self._after(reply, usage, t0, None, step)
+                await self._after(reply, usage, t0, None, step, finish)
                 if self.listening("usage.updated"):
                     self.emit("usage.updated", {"usage": self.state.usage.to_dict(), "step_usage": usage.to_dict()})
-                return reply, finish
+                return reply, finish.reason if finish is not None else None
             await self._after(None, Usage(), t0, info, step)
             key = (info.code, info.message)
             same = same + 1 if key == last_key else 1
@@ -183,14 +183,14 @@ class ModelCaller:
             self.emit("run.warning", {"error": info.to_dict(), "attempt": attempt, "retry_in_ms": round(delay * 1000)})
             await asyncio.sleep(delay)
 
-    async def _consume(self, request: ModelRequest, streamed: list[str]) -> tuple[Message, Usage, str | None]:
+    async def _consume(self, request: ModelRequest, streamed: list[str]) -> tuple[Message, Usage, Finished | None]:
         stream = self.provider.stream(request)
         text_parts: list[str] = []
         thought_parts: list[str] = []
         signature: str | None = None
         calls: list[ToolCallRequest] = []
         usage = Usage()
-        finish: str | None = None
+        finish: Finished | None = None
         emit = self.emit
         try:
             async for ev in stream:
@@ -210,7 +210,7 @@ class ModelCaller:
                 elif type(ev) is UsageReport:
                     usage.add(ev.usage)
                 elif type(ev) is Finished:
-                    finish = ev.reason
+                    finish = ev
         finally:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
@@ -251,11 +251,15 @@ class ModelCaller:
         )
 
     async def _after(
-        self, reply: Message | None, usage: Usage, t0: float, error: AgentErrorInfo | None, step: int
+        self, reply: Message | None, usage: Usage, t0: float, error: AgentErrorInfo | None, step: int,
+        finish: Finished | None = None,
     ) -> None:
         if not self.hooks.has("after_model_call"):
             return
         kwargs = {
+            "finish_reason": finish.reason if finish is not None else None,
+            "response_model": finish.model if finish is not None else None,
+            "response_id": finish.response_id if finish is not None else None,
             "response": reply,
             "usage": usage.to_dict(),
             "duration_ms": (time.perf_counter() - t0) * 1000,

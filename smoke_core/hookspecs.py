@@ -263,13 +263,21 @@ def after_model_call(
     error: AgentErrorInfo | None,
     step: int,
     run: RunHandle,
+    finish_reason: str | None,
+    response_model: str | None,
+    response_id: str | None,
 ) -> None:
     """Called after every model call attempt (also a failed one).
 
     :param response: the assistant message (neutral form) or None on error.
-    :param usage: token usage of this call.
+    :param usage: token usage of this call (``cost_usd`` when the price is known).
     :param duration_ms: wall time of the call.
     :param error: the classified error, or None.
+    :param finish_reason: why the model stopped (``stop``, ``tool_calls``,
+        ``length``, ...), or None on error.
+    :param response_model: the model that answered, as the provider names it
+        (it may differ from the one asked), when the provider says.
+    :param response_id: the provider's id of the response, when it gives one.
     :return: ignored (observe only).
     :raises: fail-open — logged and ignored.
 

@@ -145,6 +145,9 @@ class UsageReport:
 @dataclass(slots=True)
 class Finished:
     reason: str  # "stop" | "tool_calls" | "length" | "content_filter" | provider-specific
+    #: the model that answered, as the provider names it (may differ from the one asked), and its response id
+    model: str | None = None
+    response_id: str | None = None
 
 
 ProviderEvent = TextDelta | ThoughtDelta | ToolCallRequest | UsageReport | Finished

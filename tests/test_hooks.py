@@ -454,3 +454,17 @@ async def test_before_run_can_attach_content_to_the_task(workspace):
     first = provider.requests[0].messages[-1]["content"]
     assert [b["text"] for b in first] == ["summarise @docs:readme", "[resource docs:readme]\nHello from the readme."]
     assert agent.store.load("s")[0]["content"] == first  # stored as the model saw it
+
+
+async def test_after_model_call_sees_why_the_model_stopped(workspace):
+    seen = []
+
+    class Watch:
+        @hookimpl
+        def after_model_call(self, finish_reason, response_model, response_id, error):
+            seen.append((finish_reason, response_model, response_id, error))
+
+    agent, _ = make(workspace, [call("echo", text="x"), "done"], plugins=[Watch()])
+    await agent.run("go")
+    assert [s[0] for s in seen] == ["tool_calls", "stop"]
+    assert all(s[3] is None for s in seen)
