@@ -229,7 +229,8 @@ class Agent:
 
     def resolve_permission(self, tool_call_id: str, decision: str, *, remember: str | None = None) -> PermissionRule | None:
         """Answer a ``permission.required``: ``"allow"``, ``"allow_run"`` (this tool or
-        MCP server for the rest of the run), ``"allow_always"`` or ``"deny"``.
+        MCP server for the rest of the run), ``"allow_always"``, ``"allow_network"``
+        (this call, and a sandboxed command may reach the network this once) or ``"deny"``.
 
         ``"allow_always"`` allows the call and writes an allow rule for exactly
         this tool and argument (:func:`~smoke_core._permissions.rule_for`) to

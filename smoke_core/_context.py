@@ -37,6 +37,7 @@ class ToolContext:
         options: Any = None,
         state: dict[str, Any] | None = None,
         subagent: Callable[..., Awaitable[Any]] | None = None,
+        grants: frozenset[str] = frozenset(),
     ) -> None:
         self.workspace = workspace
         self.run_id = run_id
@@ -52,6 +53,9 @@ class ToolContext:
         self._artifacts_dir = artifacts_dir
         self.options = options
         self._subagent = subagent
+        #: what the person granted this one call beyond the settings when
+        #: approving it (``"network"``: "allow with network" for a sandboxed command)
+        self.grants = grants
         #: Run-scoped scratch space shared by the tools of one run (e.g. background processes).
         self.state: dict[str, Any] = state if state is not None else {}
 

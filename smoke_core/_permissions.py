@@ -41,8 +41,9 @@ RULE_ACTIONS: tuple[RuleAction, ...] = ("allow", "ask", "deny")
 #: Answers accepted by ``agent.resolve_permission``: ``allow`` (this call),
 #: ``allow_run`` (this tool — or this MCP server — for the rest of the run),
 #: ``allow_always`` (write an allow rule for exactly this tool and argument
-#: to the settings, so later runs do not ask), ``deny``.
-ANSWERS = ("allow", "allow_run", "allow_always", "deny")
+#: to the settings, so later runs do not ask), ``allow_network`` (this call,
+#: and a sandboxed command may reach the network this once), ``deny``.
+ANSWERS = ("allow", "allow_run", "allow_always", "allow_network", "deny")
 
 _SECRET_NAME = re.compile(
     r"(^|/)(\.env(\..*)?|\.netrc|\.pgpass|\.npmrc|\.pypirc|id_(rsa|dsa|ecdsa|ed25519)(\.pub)?|"

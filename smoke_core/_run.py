@@ -506,7 +506,7 @@ class RunHandle:
 
     # ------------------------------------------------------------ tool context
 
-    def _tool_context(self, call_id: str, name: str) -> ToolContext:
+    def _tool_context(self, call_id: str, name: str, *, grants: frozenset[str] = frozenset()) -> ToolContext:
         return ToolContext(
             workspace=self.workspace,
             run_id=self.run_id,
@@ -523,6 +523,7 @@ class RunHandle:
             options=self.options,
             state=self._st.scratch,
             subagent=self._run_subagent,
+            grants=grants,
         )
 
     async def _run_subagent(

@@ -50,7 +50,7 @@ class ToolExecutor:
         redactor: Redactor,
         max_output_chars: int,
         artifacts_dir: Callable[[], Path],
-        make_context: Callable[[str, str], ToolContext],
+        make_context: Callable[..., ToolContext],
         set_phase: Callable[[str], None],
         hook_run: Any,
         on_hook_error: Callable[[str, str, BaseException], None],
@@ -228,13 +228,14 @@ class ToolExecutor:
             tool_kind=tool.kind, permission_value=tool.permission_value(tool_input),
             destructive=tool.annotations.destructive_hint,
         )
-        if not await self.request_permission(request, presentation=self.presentation(tool, name)):
+        grants: set[str] = set()
+        if not await self.request_permission(request, presentation=self.presentation(tool, name), grants=grants):
             message = f"permission denied: the call to {name} was not approved"
             if request.reason:
                 message += f" ({request.reason})"
             return fail("permission_denied", message)
 
-        ctx = self.make_context(call_id, name)
+        ctx = self.make_context(call_id, name, grants=frozenset(grants))
         try:
             if tool.blocking:
                 raw_result = await asyncio.to_thread(tool.execute, tool_input, ctx)
@@ -285,8 +286,11 @@ class ToolExecutor:
 
     # ------------------------------------------------------------ permission
 
-    async def request_permission(self, request: PermissionRequest, *, presentation: dict[str, Any] | None) -> bool:
-        """Ask the gate and, when it says *ask*, a person (``permission.required``)."""
+    async def request_permission(
+        self, request: PermissionRequest, *, presentation: dict[str, Any] | None, grants: set[str] | None = None
+    ) -> bool:
+        """Ask the gate and, when it says *ask*, a person (``permission.required``).
+        What the person grants beyond the settings (``allow_network``) is added to ``grants``."""
         gate = self.gate
         try:
             decision = await gate.decide(request)
@@ -315,7 +319,9 @@ class ToolExecutor:
         if answer == "allow_run" and request.scope:
             gate.allowed_for_run.add(request.scope)
         self.emit("permission.resolved", {"tool_call_id": request.tool_call_id, "decision": answer})
-        return answer in ("allow", "allow_run", "allow_always")
+        if answer == "allow_network" and grants is not None:
+            grants.add("network")
+        return answer in ("allow", "allow_run", "allow_always", "allow_network")
 
     # ------------------------------------------------------------ output
 

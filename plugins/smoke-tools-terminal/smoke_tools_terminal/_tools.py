@@ -160,6 +160,9 @@ def _launch(
     """How the command starts (sandboxed or not, per ``sandbox.mode``), the
     policy, and the command's cookie."""
     settings = sandbox_settings(ctx)
+    if "network" in getattr(ctx, "grants", ()) and not settings.network:
+        # the person answered "allow with network" for this one command
+        settings = settings.model_copy(update={"network": True})
     cookie = _kill.new_cookie()
     try:
         extra = _process.extra_env(model_env, cookie)

@@ -409,3 +409,41 @@ async def test_a_log_that_cannot_be_written_does_not_stall_the_command(tmp_path:
     assert "the log could not be written: OSError: [Errno 28] No space left on device" in text
     assert "\nEND\n" in text
     assert not list(logs.glob("full.log.tail*"))
+
+
+@pytest.mark.slow
+async def test_allow_with_network_opens_the_network_for_that_one_command(tmp_path):
+    """The person's "allow with network" answer reaches exactly the command it approved."""
+    import socket
+    import threading
+
+    from smoke_core import sandbox as sandbox_module
+    from smoke_core.plugin import create_agent
+    from smoke_core.testing import ScriptedProvider
+
+    if not sandbox_module.available():
+        pytest.skip(f"the OS sandbox cannot run here: {sandbox_module.status().reason()}")
+    import smoke_tools_terminal
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    accepted = []
+    threading.Thread(target=lambda: [accepted.append(server.accept()[0]) for _ in range(2)], daemon=True).start()
+    probe = f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('REACH' + 'ED')\""
+    turns = [{"tool_calls": [{"name": "run_command", "input": {"command": probe}}]},
+             {"tool_calls": [{"name": "run_command", "input": {"command": probe}}]}, "done"]
+    agent = create_agent(tmp_path, provider=ScriptedProvider(turns), autoload_plugins=False,
+                         plugins=[smoke_tools_terminal], sandbox={"mode": "required"}, setting_sources=())
+    answers = iter(["allow_network", "allow"])
+    agent.on("permission.required", lambda e: agent.resolve_permission(e.data["tool_call_id"], next(answers)))
+    completed = []
+    agent.on("tool.completed", completed.append)
+    result = await agent.run("try the network twice")
+    server.close()
+    assert result.status == "completed", result.error
+    first, second = (c.data["content"][0]["text"] for c in completed)
+    assert "REACHED" in first  # allowed with network: it connected
+    assert "REACHED" not in second  # the next command is back to no network
+    assert len(accepted) == 1
