@@ -353,8 +353,8 @@ class ACPSession:
             smoke_id = str(d["tool_call_id"])
             call_id = self._acp_id(smoke_id)
             self._output.pop(smoke_id, None)
-            start: ToolCallStart | None = self._started.pop(call_id, None)
-            keep = [c for c in (start.content or []) if getattr(c, "type", None) == "diff"] if start else []
+            done_start = self._started.pop(call_id, None)
+            keep = [c for c in (done_start.content or []) if getattr(c, "type", None) == "diff"] if done_start else []
             await self.send(U.tool_call_done(call_id, is_error=bool(d.get("is_error")),
                                              content=d.get("content") or [], keep=keep if not d.get("is_error") else []))
         elif t == "permission.required":
