@@ -360,11 +360,15 @@ class ACPSession:
         elif t == "permission.required":
             self._spawn(self._ask_permission(d))
         elif t == "permission.resolved":
+            allowed = d.get("decision") != "deny"
             if str(d.get("tool_call_id", "")).startswith("mcp_server:"):
-                allowed = d.get("decision") != "deny"
                 await self.send(ToolCallProgress(session_update="tool_call_update",
                                                  tool_call_id=self._acp_id(str(d["tool_call_id"])),
                                                  status="completed" if allowed else "failed"))
+            elif allowed:  # approved: the call runs now
+                await self.send(ToolCallProgress(session_update="tool_call_update",
+                                                 tool_call_id=self._acp_id(str(d["tool_call_id"])),
+                                                 status="in_progress"))
         elif t == "ask_user.required":
             self._spawn(self._ask_question(d))
         elif t == "todo.updated":

@@ -82,6 +82,8 @@ async def test_the_scripted_bug_fix_run_completes_through_acp(tmp_path: Path, sp
     assert diff.path == str(project / "stats" / "core.py")
     assert (diff.old_text, diff.new_text) == (OLD, NEW)
     assert edit.locations[0].path == str(project / "stats" / "core.py") and edit.locations[0].line == 16
+    statuses = [u.status for u in client.of("tool_call_update") if u.tool_call_id == edit.tool_call_id]
+    assert statuses == ["in_progress", "completed"]  # approved, then done
     read = next(u for u in calls.values() if u.kind == "read" and "core.py" in u.title)
     assert read.locations[0].path == str(project / "stats" / "core.py")
     assert {u.kind for u in calls.values()} >= {"search", "read", "execute", "edit"}
