@@ -101,7 +101,9 @@ def write_scripted_plugin(root: Path) -> Path:
     """A plugin distribution on PYTHONPATH adding the provider ``acp-scripted``:
     its turns come from the JSON file named by $SMOKE_ACP_TURNS (read when a
     session's agent is made). The turn ``"DESCRIBE"`` answers with what the
-    model received last (text, images, tool results)."""
+    model received last (text, images, tool results). It also prints to
+    stdout, and so does a child it starts: none of that may reach the
+    protocol stream (every line is checked)."""
     info = root / "smoke_acp_scripted-0.1.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: smoke-acp-scripted\nVersion: 0.1\n")
@@ -128,6 +130,8 @@ def write_scripted_plugin(root: Path) -> Path:
         def register_providers(register):
             def factory(**kw):
                 from smoke_core.testing import ScriptedProvider
+                print("stray output from a plugin: smoke acp must keep it off the protocol")
+                os.system("echo and from a child process that inherits stdout")
                 with open(os.environ["SMOKE_ACP_TURNS"]) as fh:
                     turns = json.load(fh)
                 turns = [_describe if t == "DESCRIBE" else t for t in turns]

@@ -327,3 +327,42 @@ async def test_file_tools_read_unsaved_buffers_and_write_through_the_editor(tmp_
     assert str(ws / "notes.txt") in client.reads
     assert await agent.stop() == 0
     agent.validate()
+
+
+# ---------------------------------------------------------------- trust
+
+
+async def test_an_untrusted_folder_cannot_loosen_the_mode_and_the_person_is_told(tmp_path: Path, spawn) -> None:
+    ws = workspace(tmp_path)
+    (ws / ".smoke").mkdir()
+    (ws / ".smoke" / "config.yaml").write_text("permission: allow-all\nauto_approve: true\n")
+    cmd = {"name": "run_command", "input": {"command": "echo hi > out.txt"}}
+    agent = await spawn(ws, [{"tool_calls": [cmd]}, "ok"])
+    agent.client.answer = lambda r: "reject_once"
+    await agent.initialize()
+    new = await agent.conn.new_session(cwd=str(ws), mcp_servers=[])
+    assert new.modes.current_mode_id == "ask"  # the repository's allow-all is ignored
+    await agent.conn.prompt(session_id=new.session_id, prompt=[text("run")])
+    assert len(agent.client.permissions) == 1 and not (ws / "out.txt").exists()
+    said = agent.client.text()
+    assert "ignored settings in" in said and "smoke trust" in said
+    assert await agent.stop() == 0
+
+
+async def test_managed_settings_fix_the_mode(tmp_path: Path, spawn) -> None:
+    ws = workspace(tmp_path)
+    managed = tmp_path / "managed.yaml"
+    managed.write_text("permission: deny-all\n")
+    edit = {"name": "edit_file", "input": {"path": "notes.txt", "old_string": "first", "new_string": "1st"}}
+    agent = await spawn(ws, [{"tool_calls": [edit]}, "ok"], env={"SMOKE_MANAGED_SETTINGS": str(managed)})
+    await agent.initialize()
+    new = await agent.conn.new_session(cwd=str(ws), mcp_servers=[])
+    assert new.modes.current_mode_id == "read-only"
+    assert [m.id for m in new.modes.available_modes] == ["read-only"]
+    with pytest.raises(RequestError) as info:
+        await agent.conn.set_session_mode(session_id=new.session_id, mode_id="allow-all")
+    assert "managed settings" in str(info.value)
+    await agent.conn.prompt(session_id=new.session_id, prompt=[text("edit")])
+    assert not agent.client.permissions and (ws / "notes.txt").read_text().startswith("first")
+    assert await agent.stop() == 0
+    agent.validate()
