@@ -366,3 +366,25 @@ async def test_managed_settings_fix_the_mode(tmp_path: Path, spawn) -> None:
     assert not agent.client.permissions and (ws / "notes.txt").read_text().startswith("first")
     assert await agent.stop() == 0
     agent.validate()
+
+
+async def test_the_model_config_option_switches_models_listed_in_acp_models(tmp_path: Path, spawn) -> None:
+    from smoke_core.settings import user_settings_path
+
+    user_settings_path().parent.mkdir(parents=True, exist_ok=True)
+    user_settings_path().write_text("acp_models: [bigger-model]\n")
+    ws = workspace(tmp_path)
+    agent = await spawn(ws, ["ok"])
+    await agent.initialize()
+    new = await agent.conn.new_session(cwd=str(ws), mcp_servers=[])
+    model = next(o for o in new.config_options if o.id == "model")
+    assert model.current_value == "scripted-model" and [o.value for o in model.options] == ["scripted-model",
+                                                                                            "bigger-model"]
+    changed = await agent.conn.set_config_option(session_id=new.session_id, config_id="model", value="bigger-model")
+    assert next(o for o in changed.config_options if o.id == "model").current_value == "bigger-model"
+    with pytest.raises(RequestError) as info:
+        await agent.conn.set_config_option(session_id=new.session_id, config_id="model", value="unknown-model")
+    assert "acp_models" in str(info.value)
+    assert (await agent.conn.prompt(session_id=new.session_id, prompt=[text("hi")])).stop_reason == "end_turn"
+    assert await agent.stop() == 0
+    agent.validate()
