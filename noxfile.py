@@ -11,6 +11,7 @@ needs several plugins. `nox -s core -- -m "not slow"` is the fast lane.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import nox
@@ -43,6 +44,17 @@ def _pytest(session: nox.Session, name: str, *paths: str) -> None:
     )
 
 
+def _sibling_plugins(name: str) -> list[str]:
+    """The plugins of this repository that plugin ``name`` requires (dependencies
+    or its ``test`` extra): they are on no index, so they install from ./plugins."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "plugins" / name / "pyproject.toml").read_text())["project"]
+    wanted = [*project.get("dependencies", []), *project.get("optional-dependencies", {}).get("test", [])]
+    names = {re.split(r"[\s\[<>=!~;@]", req, maxsplit=1)[0].lower().replace("_", "-") for req in wanted}
+    return [f"./plugins/{other}" for other in PLUGINS if other != name and other in names]
+
+
 def _plugin_install_spec(name: str) -> str:
     pyproject = (ROOT / "plugins" / name / "pyproject.toml").read_text()
     return f"./plugins/{name}[test]" if "optional-dependencies" in pyproject and "test" in pyproject else f"./plugins/{name}"
@@ -58,8 +70,8 @@ def core(session: nox.Session) -> None:
 @nox.session
 @nox.parametrize("name", PLUGINS, ids=PLUGINS)
 def plugin(session: nox.Session, name: str) -> None:
-    """Core plus one plugin: an undeclared dependency fails here."""
-    session.install("-q", ".", _plugin_install_spec(name), *TEST_DEPS)
+    """Core plus one plugin (and the sibling plugins it declares): an undeclared dependency fails here."""
+    session.install("-q", ".", *_sibling_plugins(name), _plugin_install_spec(name), *TEST_DEPS)
     _pytest(session, f"plugin-{name}", f"plugins/{name}/tests", "-m", "not integration")
 
 

@@ -13,13 +13,22 @@ from typing import Any
 
 from smoke_core import hookimpl
 
-__all__ = ["TOOL_NAMES", "register_tools"]
+__all__ = ["TOOL_NAMES", "EditorFiles", "editor_files", "register_tools"]
 
 TOOL_NAMES: tuple[str, ...] = (
     "read_file", "list_directory", "write_file", "edit_file", "apply_patch", "delete_file", "replace_lines",
 )
 
 _cache: list[Any] = []
+
+
+def __getattr__(name: str) -> Any:
+    # EditorFiles / editor_files live with the file helpers (imported on first use)
+    if name in ("EditorFiles", "editor_files"):
+        from . import _files
+
+        return getattr(_files, name)
+    raise AttributeError(f"module 'smoke_tools_filesystem' has no attribute {name!r}")
 
 
 @hookimpl

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import os
 import secrets
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from smoke_core.plugin import ToolError, WorkspacePath, WorkspaceRaceError
 
@@ -22,6 +24,51 @@ SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__", "dist", "
 MAX_DIFF_CHARS = 200_000
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class EditorFiles(Protocol):
+    """Text files read and written through a host that holds them open: an
+    editor speaking the Agent Client Protocol (``fs/read_text_file``,
+    ``fs/write_text_file``), so reads see unsaved buffers and writes land in
+    open buffers. Both are called from the tool's worker thread with an
+    absolute path the workspace sandbox has already checked (inside the
+    workspace, no symlink leading out). Raise :class:`ToolError` on failure."""
+
+    def read_text(self, path: Path) -> str | None:
+        """The text the editor holds for ``path``; None: not offered, read the disk."""
+
+    def write_text(self, path: Path, text: str) -> bool:
+        """Write ``text`` to ``path`` through the editor; False: not offered, write the disk."""
+
+
+_editor_files: ContextVar[EditorFiles | None] = ContextVar("smoke_tools_filesystem.editor_files", default=None)
+
+
+@contextlib.contextmanager
+def editor_files(files: EditorFiles | None) -> Iterator[None]:
+    """Route the filesystem tools' text reads and writes through ``files``
+    for the code running in this context (an agent run started inside the
+    ``with`` block, its tool threads included)."""
+    token = _editor_files.set(files)
+    try:
+        yield
+    finally:
+        _editor_files.reset(token)
+
+
+def current_editor_files() -> EditorFiles | None:
+    return _editor_files.get()
+
+
+def is_utf8_text(data: bytes) -> bool:
+    """Text an editor can hold as it is: no NUL byte, valid UTF-8."""
+    if b"\x00" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def os_errors_as_tool_errors(fn: F) -> F:
@@ -137,9 +184,17 @@ def pinned(
 
 
 def read_bytes(ctx: ToolContext, path: Path) -> bytes:
-    """The bytes of a regular file, opened race-free inside the workspace (or a read-only folder)."""
+    """The bytes of a regular file, opened race-free inside the workspace (or
+    a read-only folder); a UTF-8 text file's content comes from the editor
+    when :func:`editor_files` routes reads there (its unsaved buffer)."""
     with pinned(ctx, path, write=False) as wp:
-        return wp.read_bytes()
+        data = wp.read_bytes()
+    editor = _editor_files.get()
+    if editor is not None and is_utf8_text(data):
+        text = editor.read_text(path)
+        if text is not None:
+            return encode_text(text)
+    return data
 
 
 def read_text(ctx: ToolContext, raw: str, path: Path) -> tuple[str, bytes]:
@@ -173,13 +228,20 @@ def atomic_write(
     folder is pinned by its descriptor, so the temp file is created
     (``O_EXCL | O_NOFOLLOW``) and renamed inside the workspace whatever
     happens to the names on the way. An existing file's mode is kept; a new
-    file gets the umask default. ``make_parents`` creates missing folders."""
+    file gets the umask default. ``make_parents`` creates missing folders.
+    UTF-8 text goes through the editor instead when :func:`editor_files`
+    routes writes there (the path is checked the same way first)."""
+    editor = _editor_files.get()
     with pinned(ctx, path, write=True, make_parents=make_parents) as wp:
         st = wp.lstat()
         if st is not None and stat.S_ISLNK(st.st_mode):
             raise WorkspaceRaceError(
                 f"{path} was replaced by a symlink while it was being written; nothing was written. Try again"
             )
+        if editor is not None and is_utf8_text(data) and editor.write_text(path, data.decode("utf-8")):
+            if progress is not None:
+                progress(len(data), len(data))
+            return
         if st is not None:
             mode = stat.S_IMODE(st.st_mode)
         else:

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import base64
+import io
 import os
 import stat
 from typing import TYPE_CHECKING, Any
 
 from smoke_core.plugin import ToolError, ToolResult
 
-from ._files import display, looks_binary, not_found, os_errors_as_tool_errors, pinned, resolve_path
+from ._files import (
+    current_editor_files,
+    display,
+    encode_text,
+    is_utf8_text,
+    looks_binary,
+    not_found,
+    os_errors_as_tool_errors,
+    pinned,
+    resolve_path,
+)
 
 if TYPE_CHECKING:
     from smoke_core.plugin import ToolContext
@@ -19,6 +30,8 @@ DEFAULT_WINDOW = 2000
 MAX_LINE_CHARS = 2000
 MAX_WINDOW_CHARS = 200_000
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
+#: Text files up to this size are read through the editor when it holds them (editor_files).
+MAX_EDITOR_BYTES = 10 * 1024 * 1024
 IMAGE_TYPES = {
     ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp",
 }
@@ -97,6 +110,14 @@ def read_file(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
                 f"only. Inspect it with a command (e.g. `file` or `xxd`) if you have a terminal tool."
             )
         fh.seek(0)
+        lines_source: Any = fh
+        editor = current_editor_files()
+        if editor is not None and os.fstat(fh.fileno()).st_size <= MAX_EDITOR_BYTES:
+            whole = fh.read()
+            fh.seek(0)
+            text_in_editor = editor.read_text(path) if is_utf8_text(whole) else None
+            if text_in_editor is not None:  # the editor's buffer, unsaved changes included
+                lines_source = io.BytesIO(encode_text(text_in_editor))
         out: list[str] = []
         total = 0
         chars = 0
@@ -104,7 +125,7 @@ def read_file(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
         cut_by_chars = False
         long_lines = 0
         last_shown = start - 1
-        for line_bytes in fh:
+        for line_bytes in lines_source:
             total += 1
             if total < start or total > end or cut_by_chars:
                 continue

@@ -45,7 +45,7 @@ def fails(ws: Path, name: str, **args: Any) -> str:
 
 
 def test_registers_seven_tools_with_presentations():
-    assert smoke_tools_filesystem.__all__ == ["TOOL_NAMES", "register_tools"]
+    assert smoke_tools_filesystem.__all__ == ["TOOL_NAMES", "EditorFiles", "editor_files", "register_tools"]
     assert set(TOOLS) == set(smoke_tools_filesystem.TOOL_NAMES)
     for tool in TOOLS.values():
         assert tool.group == "filesystem"
