@@ -7,7 +7,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._compaction import Compactor
 from ._event_bus import EventBus, Listener
@@ -230,7 +230,8 @@ class Agent:
     def resolve_permission(self, tool_call_id: str, decision: str, *, remember: str | None = None) -> PermissionRule | None:
         """Answer a ``permission.required``: ``"allow"``, ``"allow_run"`` (this tool or
         MCP server for the rest of the run), ``"allow_always"``, ``"allow_network"``
-        (this call, and a sandboxed command may reach the network this once) or ``"deny"``.
+        (this call, and a sandboxed command may reach the network this once),
+        ``"deny"`` or ``"deny_always"`` (writes a deny rule, like ``allow_always``).
 
         ``"allow_always"`` allows the call and writes an allow rule for exactly
         this tool and argument (:func:`~smoke_core._permissions.rule_for`) to
@@ -243,36 +244,58 @@ class Agent:
         ``allow_always``, else None."""
         if decision not in ANSWERS:
             raise ValueError(f"decision must be one of {', '.join(ANSWERS)}, got {decision!r}")
-        if remember is not None and (decision != "allow_always" or remember not in ("local", "user")):
+        always = decision in ("allow_always", "deny_always")
+        if remember is not None and (not always or remember not in ("local", "user")):
             raise ValueError(
-                f"remember= goes with decision='allow_always' and is 'local' or 'user', got remember={remember!r} "
-                f"with decision={decision!r}"
+                f"remember= goes with decision='allow_always' or 'deny_always' and is 'local' or 'user', "
+                f"got remember={remember!r} with decision={decision!r}"
             )
         gate = self._gate
-        if decision == "allow_always":
+        if always:
             from ._permissions import remember_rule
 
             request = gate.pending.get(tool_call_id)
             if request is None:
                 raise ValueError(
-                    f"no pending permission request {tool_call_id!r}: allow_always needs the request "
+                    f"no pending permission request {tool_call_id!r}: {decision} needs the request "
                     f"(answer after permission.required)"
                 )
             if request.kind != "tool":
                 raise ValueError(
-                    f"allow_always applies to tool calls; {request.kind} {request.tool_name!r} can be allowed "
-                    f"with 'allow' or 'allow_run'"
+                    f"{decision} applies to tool calls; {request.kind} {request.tool_name!r} can be answered "
+                    f"with 'allow', 'allow_run' or 'deny'"
                 )
             scope = remember or "local"
+            action: Literal["allow", "deny"] = "allow" if decision == "allow_always" else "deny"
             rule = gate.rule_for(request, absolute=scope == "user")
-            path = remember_rule(self.workspace.root, rule, scope=scope)  # type: ignore[arg-type]
-            added = gate.add_rule(rule, "allow", origin=str(path))
+            path = remember_rule(self.workspace.root, rule, scope=scope, action=action)  # type: ignore[arg-type]
+            added = gate.add_rule(rule, action, origin=str(path))
             gate.take_pending(tool_call_id)
-            self._pauses.answer(tool_call_id, "allow_always")  # the rule is in place: this call goes ahead
+            self._pauses.answer(tool_call_id, decision)  # the rule is in place: this call follows it
             return added
         gate.take_pending(tool_call_id)
         self._pauses.answer(tool_call_id, decision)
         return None
+
+    @property
+    def context_window(self) -> int:
+        """The prompt size (tokens) compaction keeps the conversation under."""
+        return self._compactor.context_window
+
+    def set_model(self, model: str) -> None:
+        """Use ``model`` on the same provider (endpoint, key, settings) from
+        the next run on. Raises ``ValueError`` when the provider cannot
+        switch (it has no ``with_model``) or a run is in progress."""
+        if self._current is not None:
+            raise ValueError("cannot switch the model during a run; switch between runs")
+        with_model = getattr(self.provider, "with_model", None)
+        if with_model is None:
+            raise ValueError(
+                f"the provider {getattr(self.provider, 'name', '?')} cannot switch models; create an agent with "
+                f"model={model!r} instead"
+            )
+        self.provider = with_model(model)
+        self.options.model = model
 
     def respond(self, tool_call_id: str, text: str) -> None:
         """Answer an ``ask_user.required`` with ``text``."""

@@ -57,7 +57,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "text.thought": ("text",),
     "text.end": ("text",),
     "text.discarded": ("reason", "text"),
-    "tool.started": ("tool_call_id", "tool_name", "input", "presentation"),
+    "tool.started": ("tool_call_id", "tool_name", "input", "presentation", "tool_kind"),
     "tool.output": ("tool_call_id", "tool_name", "stream", "text"),
     "tool.progress": ("tool_call_id", "tool_name", "message", "progress", "total", "presentation"),
     "tool.completed": (

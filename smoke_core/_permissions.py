@@ -42,8 +42,9 @@ RULE_ACTIONS: tuple[RuleAction, ...] = ("allow", "ask", "deny")
 #: ``allow_run`` (this tool — or this MCP server — for the rest of the run),
 #: ``allow_always`` (write an allow rule for exactly this tool and argument
 #: to the settings, so later runs do not ask), ``allow_network`` (this call,
-#: and a sandboxed command may reach the network this once), ``deny``.
-ANSWERS = ("allow", "allow_run", "allow_always", "allow_network", "deny")
+#: and a sandboxed command may reach the network this once), ``deny``,
+#: ``deny_always`` (write a deny rule for exactly this tool and argument).
+ANSWERS = ("allow", "allow_run", "allow_always", "allow_network", "deny", "deny_always")
 
 _SECRET_NAME = re.compile(
     r"(^|/)(\.env(\..*)?|\.netrc|\.pgpass|\.npmrc|\.pypirc|id_(rsa|dsa|ecdsa|ed25519)(\.pub)?|"
@@ -584,16 +585,21 @@ class PermissionGate:
 # ---------------------------------------------------------------- remembering
 
 
-def remember_rule(workspace: str | os.PathLike[str], rule: str, *, scope: Literal["local", "user"] = "local") -> Path:
-    """Append the allow rule ``rule`` to ``<workspace>/.smoke/config.local.yaml``
-    (``scope="local"``) or the user settings file (``scope="user"``), keeping
-    the rest of the file. Returns the file written. Raises :class:`RuleError`
-    for a rule that does not parse."""
+def remember_rule(
+    workspace: str | os.PathLike[str], rule: str, *, scope: Literal["local", "user"] = "local",
+    action: Literal["allow", "deny"] = "allow",
+) -> Path:
+    """Append ``rule`` to the ``allow`` (or ``deny``) list of
+    ``<workspace>/.smoke/config.local.yaml`` (``scope="local"``) or the user
+    settings file (``scope="user"``), keeping the rest of the file. Returns
+    the file written. Raises :class:`RuleError` for a rule that does not parse."""
     from .settings import add_to_list, local_settings_path, user_settings_path
 
     if scope not in ("local", "user"):
         raise ValueError(f"scope must be 'local' or 'user', got {scope!r}")
-    parse_rule(rule, "allow", origin="remember_rule")
+    if action not in ("allow", "deny"):
+        raise ValueError(f"action must be 'allow' or 'deny', got {action!r}")
+    parse_rule(rule, action, origin="remember_rule")
     path = local_settings_path(workspace) if scope == "local" else user_settings_path()
-    add_to_list(path, ("permissions", "allow"), rule)
+    add_to_list(path, ("permissions", action), rule)
     return path

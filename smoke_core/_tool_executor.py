@@ -108,7 +108,8 @@ class ToolExecutor:
         t0 = time.perf_counter()
         self.emit(
             "tool.started",
-            {"tool_call_id": call_id, "tool_name": name, "input": tool_input, "presentation": presentation},
+            {"tool_call_id": call_id, "tool_name": name, "input": tool_input, "presentation": presentation,
+             "tool_kind": tool.kind if tool is not None else None},
         )
         try:
             result, error, blocked, tool_input = await self._pipeline(call, tool, tool_input)
@@ -319,6 +320,8 @@ class ToolExecutor:
         if answer == "allow_run" and request.scope:
             gate.allowed_for_run.add(request.scope)
         self.emit("permission.resolved", {"tool_call_id": request.tool_call_id, "decision": answer})
+        if answer == "deny_always":
+            request.reason = "denied, and a deny rule was remembered"
         if answer == "allow_network" and grants is not None:
             grants.add("network")
         return answer in ("allow", "allow_run", "allow_always", "allow_network")

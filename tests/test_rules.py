@@ -374,3 +374,43 @@ def test_unparsable_rule_in_a_file_names_file_and_rule(workspace):
     with pytest.raises(SettingsError) as info:
         create_agent(workspace, provider=ScriptedProvider([]))
     assert str(path) in str(info.value) and "'write_file('" in str(info.value)
+
+
+async def test_deny_always_writes_a_deny_rule_the_next_run_follows(tmp_path):
+    from smoke_core.testing import ScriptedProvider
+
+    @tool(kind="execute", permission_key="command")
+    def run_command(command: str) -> str:
+        """Run."""
+        return f"ran {command}"
+
+    def make():
+        turns = [{"tool_calls": [{"name": "run_command", "input": {"command": "rm -rf build"}}]}, "done"]
+        return create_agent(tmp_path, provider=ScriptedProvider(turns), tools=[run_command])
+
+    agent = make()
+    agent.on("permission.required", lambda e: agent.resolve_permission(e.data["tool_call_id"], "deny_always"))
+    completed = []
+    agent.on("tool.completed", completed.append)
+    await agent.run("go")
+    assert completed[0].data["error"]["code"] == "permission_denied"
+    saved = (tmp_path / ".smoke" / "config.local.yaml").read_text()
+    assert "deny" in saved and "run_command(rm -rf build)" in saved
+    again = make()
+    asked = []
+    again.on("permission.required", asked.append)
+    completed.clear()
+    again.on("tool.completed", completed.append)
+    await again.run("go")
+    assert asked == [] and completed[0].data["error"]["code"] == "permission_denied"
+
+
+async def test_set_model_switches_between_runs(tmp_path):
+    from smoke_core.testing import ScriptedProvider
+
+    agent = create_agent(tmp_path, provider=ScriptedProvider(["a", "b"], model="m1"))
+    await agent.run("one")
+    agent.set_model("m2")
+    result = await agent.run("two")
+    assert result.status == "completed" and agent.provider.model == "m2" and agent.options.model == "m2"
+    assert agent.context_window == 128_000
