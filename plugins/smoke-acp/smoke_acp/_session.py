@@ -175,7 +175,7 @@ class ACPSession:
         if self.running is not None:
             raise invalid_params("a prompt is running; switch the model after it ends")
         assert self.agent is not None
-        self.agent.provider = self.agent.provider.with_model(model)  # type: ignore[attr-defined]
+        self.agent.set_model(model)
 
     # ------------------------------------------------------------ sending
 
@@ -455,9 +455,12 @@ class ACPSession:
                     await self.send(U.message_chunk(f"\n\n→ always allowed: rule {written.text} written to "
                                                     f"{written.origin}\n\n"))
             elif choice == "reject_always" and rule:
-                where = self._remember_denial(rule)
-                agent.resolve_permission(smoke_id, "deny")
-                await self.send(U.message_chunk(f"\n\n→ always rejected: deny rule {rule} written to {where}\n\n"))
+                # deny rules apply even from a folder that is not trusted: the local file always counts
+                denied = agent.resolve_permission(smoke_id, "deny_always", remember="local")
+                self.denied_rules.add(rule)
+                if denied is not None:
+                    await self.send(U.message_chunk(f"\n\n→ always rejected: deny rule {denied.text} written to "
+                                                    f"{denied.origin}\n\n"))
             else:
                 agent.resolve_permission(smoke_id, "deny")
         except (ValueError, OSError) as exc:
@@ -466,16 +469,6 @@ class ACPSession:
                 agent.resolve_permission(smoke_id, "allow" if choice.startswith("allow") else "deny")
             await self.send(U.message_chunk(f"\n\n⚠ could not remember that answer ({exc}); applied to this call "
                                             f"only\n\n"))
-
-    def _remember_denial(self, rule: str) -> Path:
-        """``rule`` as a deny rule in ``.smoke/config.local.yaml`` (deny rules
-        apply even from a folder that is not trusted), and for this session."""
-        from smoke_core.settings import add_to_list, local_settings_path
-
-        path = local_settings_path(self.cwd)
-        add_to_list(path, ("permissions", "deny"), rule)
-        self.denied_rules.add(rule)
-        return Path(path)
 
     async def _ask_question(self, d: dict[str, Any]) -> None:
         assert self.agent is not None
