@@ -668,7 +668,8 @@ def test_always_allow_writes_the_rule_shown_and_the_next_run_does_not_ask(browse
             "first run done",
         ],
         [
-            {"tool_calls": [{"id": "b1", "name": "run_command", "input": {"command": "echo always-ok"}}]},
+            # a call id a hostile provider could pick: still an ordinary card
+            {"tool_calls": [{"id": "__proto__", "name": "run_command", "input": {"command": "echo always-ok"}}]},
             {"tool_calls": [{"id": "b2", "name": "run_command", "input": {"command": "echo other"}}]},
             "second run done",
         ],
@@ -740,7 +741,7 @@ def test_always_allow_writes_the_rule_shown_and_the_next_run_does_not_ask(browse
             send_task(page, "run them again")
             approval = page.locator('[data-testid="approval-card"][data-tool-call-id="b2"]')
             approval.wait_for(timeout=WAIT_MS)
-            done = card_by_id(page, "b1")
+            done = card_by_id(page, "__proto__")
             assert done.get_attribute("data-state") == "done"
             assert "always-ok" in done.locator('[data-testid="tool-result"]').inner_text()
             assert done.locator('[data-testid="approval-card"]').count() == 0  # never asked

@@ -23,8 +23,9 @@
     running: false,
     textEl: null, // assistant bubble receiving text.delta
     thoughtEl: null, // reasoning block receiving text.thought
-    cards: {}, // tool_call_id -> card element
-    subagents: {}, // parent (task) tool_call_id -> {box, body, status, textEl, thoughtEl, lastText}
+    // keyed by tool call ids, which a model or provider chooses: no prototype, so "__proto__" is an ordinary key
+    cards: Object.create(null), // tool_call_id -> card element
+    subagents: Object.create(null), // parent (task) tool_call_id -> {box, body, status, textEl, thoughtEl, lastText}
     lastSession: null,
     lastAssistantText: null,
     transcriptSession: null,
