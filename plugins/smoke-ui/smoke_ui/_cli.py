@@ -13,15 +13,25 @@ if TYPE_CHECKING:
     from smoke_core.plugin import Agent, Store
 
 
+def auto_approve_option(yes: bool) -> bool | None:
+    """``create_agent(auto_approve=...)`` for ``--yes``: True when the person
+    typed it, else None, so the settings files decide (an ``auto_approve``
+    list of rules in them is honoured; an explicit False here would override
+    it from the code layer)."""
+    return True if yes else None
+
+
 def demo_factory(root: Path, *, auto_approve: bool) -> Any:
     """Agents for ``--demo``: each session works on a fresh copy of the sample
-    project under ``root`` and is driven by the offline simulated model."""
+    project under ``root`` and is driven by the offline simulated model.
+    ``auto_approve`` is ``--yes``; without it the settings decide."""
     from smoke_core.demo import create_demo_agent
 
+    # Any: create_demo_agent declares bool, but passes the value on to create_agent, where None = "not set"
+    auto: Any = auto_approve_option(auto_approve)
+
     def factory(*, session_id: str, store: Store) -> Agent:
-        agent, _ = create_demo_agent(
-            root / session_id, auto_approve=auto_approve, store=store, session_id=session_id
-        )
+        agent, _ = create_demo_agent(root / session_id, auto_approve=auto, store=store, session_id=session_id)
         return agent
 
     return factory
@@ -41,7 +51,9 @@ def provider_factory(workspace: Path, *, provider: str | None, model: str | None
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     options = dict(settings.options)
-    options["auto_approve"] = auto_approve or bool(options.get("auto_approve", False))
+    auto = auto_approve_option(auto_approve)
+    if auto is not None:
+        options["auto_approve"] = auto
 
     def factory(*, session_id: str, store: Store) -> Agent:
         return create_agent(

@@ -14,7 +14,9 @@ scripts: three independent layers.
 **Diffs** for ``edit_file``, ``write_file``, ``apply_patch`` and
 ``replace_lines`` are computed with :mod:`difflib` against the file as it is
 now (read inside the agent's workspace, regular files only, size-capped), so
-the person sees what the call will change, not its JSON.
+the person sees what the call will change, not its JSON. The server asks for
+one only when the tool declares ``kind="edit"`` (the event's ``tool_kind``):
+a name alone never turns a call into a diff.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def _highlight(code: str, lang: str, attrs: str) -> str:
         lexer = get_lexer_by_name(lang.lower(), stripnl=False, ensurenl=False)
     except ClassNotFound:
         return ""
-    return highlight(code, lexer, HtmlFormatter(nowrap=True, classprefix=_TOKEN_PREFIX))
+    return str(highlight(code, lexer, HtmlFormatter(nowrap=True, classprefix=_TOKEN_PREFIX)))
 
 
 def _validate_link(url: str) -> bool:
@@ -119,7 +121,7 @@ def markdown_html(text: str) -> str | None:
     own; ``None`` when it is too long to render (the page shows plain text)."""
     if not text or len(text) > _MAX_MARKDOWN_CHARS:
         return None
-    return _markdown().render(text)
+    return str(_markdown().render(text))
 
 
 @functools.cache

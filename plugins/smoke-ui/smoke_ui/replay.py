@@ -16,7 +16,7 @@ flood of issue 21 grew a server from 41 MiB to 1.23 GiB in three runs). Here:
   strings shortened (``data.replay_truncated``); live subscribers got it whole.
 - The whole log is held under ``budget_bytes``; the oldest entries go first.
   Pending approvals and questions are **pinned**: never shortened, never
-  evicted, until answered or the run ends.
+  evicted, until answered or the run (or the subagent run that asked) ends.
 - A subscriber (an open page) that does not read fast enough is cut off once
   ``subscriber_bytes`` wait in its queue; the browser reconnects with
   ``Last-Event-ID`` and catches up from the (coalesced) log.
@@ -55,7 +55,9 @@ DEFAULT_EVENT_BYTES = 1024 * 1024
 DEFAULT_SUBSCRIBER_BYTES = 8 * 1024 * 1024
 """Bytes that may wait for one slow page before its stream is cut (it then reconnects)."""
 
-_TERMINAL = frozenset({"run.completed", "run.failed", "run.interrupted"})
+# a run's end, or a subagent's (its events carry the subagent run's own run_id)
+_TERMINAL = frozenset({"run.completed", "run.failed", "run.interrupted",
+                       "subagent.completed", "subagent.failed", "subagent.interrupted"})
 _PINNED_BY = {"permission.required": "permission.resolved", "ask_user.required": "ask_user.response"}
 _EMPTY_STR_SIZE = sys.getsizeof("")
 

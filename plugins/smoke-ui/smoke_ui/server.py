@@ -14,6 +14,11 @@ Wire protocol (all under ``/api``, every call needs the server's token in the
 - ``POST /api/runs`` ``{task, session_id?}`` starts a run in the background.
 - ``POST /api/permissions/{tool_call_id}`` ``{decision}``, ``POST
   /api/questions/{tool_call_id}`` ``{text}``, ``POST /api/abort`` answer the run.
+  ``{decision: "allow_always", remember: "local"|"user", rule}`` allows the
+  call and writes ``rule`` (the text the card showed for that choice; any other
+  text is refused with 409) to the chosen settings file
+  (:mod:`smoke_ui.approvals`); a file that cannot be written is a 422 and the
+  call still waits for an answer.
 - ``GET /api/state``, ``GET /api/sessions``, ``GET /api/sessions/{id}``,
   ``POST /api/sessions`` for the page's initial state and the session list.
 
@@ -47,6 +52,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from .approvals import SCOPES, always_offer
 from .render import edit_preview, highlight_css, markdown_html
 from .replay import DEFAULT_REPLAY_BUDGET, EventHub
 
@@ -83,6 +89,7 @@ MAX_TITLE_CHARS = 200
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _TERMINAL = {"run.completed": "completed", "run.failed": "failed", "run.interrupted": "interrupted"}
+_SUBAGENT_ENDS = frozenset({"subagent.completed", "subagent.failed", "subagent.interrupted"})
 
 AgentFactory = Callable[..., "Agent"]
 """``factory(*, session_id: str, store: Store) -> Agent``: one agent per session."""
@@ -157,6 +164,8 @@ class UIState:
         self._on_close = list(on_close)
         self._owns_store = owns_store
         self._presentations: dict[str, dict[str, Any]] | None = None
+        self._remembered: dict[str, dict[str, Any]] = {}  # tool_call_id -> rule written by "always"
+        self._answered: set[str] = set()  # answered here, permission.resolved not seen yet
 
     # ------------------------------------------------------------ agents
 
@@ -216,6 +225,8 @@ class UIState:
             self._running = None
             self.pending_permissions.clear()
             self.pending_questions.clear()
+            self._remembered.clear()
+            self._answered.clear()
 
     def _on_event(self, event: Event) -> None:
         payload = event.to_dict()  # a new dict; ``data`` is shared with other listeners: never mutated
@@ -236,10 +247,17 @@ class UIState:
             self.pending_permissions[data["tool_call_id"]] = {**data, **({"ui": ui} if ui else {})}
         elif t == "permission.resolved":
             self.pending_permissions.pop(str(data.get("tool_call_id")), None)
+            self._answered.discard(str(data.get("tool_call_id")))
         elif t == "ask_user.required":
             self.pending_questions[data["tool_call_id"]] = data
         elif t == "ask_user.response":
             self.pending_questions.pop(str(data.get("tool_call_id")), None)
+        elif t in _SUBAGENT_ENDS and isinstance(data.get("parent_tool_call_id"), str):
+            # a subagent that ended waits for nothing more (its calls' ids start with "<parent>.")
+            prefix = data["parent_tool_call_id"] + "."
+            for pending in (self.pending_permissions, self.pending_questions):
+                for call_id in [c for c in pending if c.startswith(prefix)]:
+                    pending.pop(call_id, None)
         self.hub.publish(payload)
 
     def _extras(self, t: str, data: dict[str, Any]) -> dict[str, Any] | None:
@@ -251,21 +269,79 @@ class UIState:
                 return {"html": html} if html else None
             if t == "permission.required" and data.get("kind", "tool") == "tool":
                 agent = self._running
-                root = getattr(getattr(agent, "workspace", None), "root", None)
-                diff = edit_preview(str(data.get("tool_name")), data.get("input") or {}, root)
-                return {"diff": diff} if diff else None
+                extras: dict[str, Any] = {}
+                # the diff view only for a tool that declares it edits (kind "edit"),
+                # never from its name alone
+                if data.get("tool_kind") == "edit":
+                    root = getattr(getattr(agent, "workspace", None), "root", None)
+                    diff = edit_preview(str(data.get("tool_name")), data.get("input") or {}, root)
+                    if diff:
+                        extras["diff"] = diff
+                always = always_offer(data, agent) if agent is not None else None
+                if always:
+                    extras["always"] = always
+                return extras or None
+            if t == "permission.resolved":
+                written = self._remembered.pop(str(data.get("tool_call_id")), None)
+                return {"remembered": written} if written else None
         except Exception:
             log.exception("smoke-ui: could not prepare %s for the page", t)
         return None
 
-    def resolve_permission(self, tool_call_id: str, decision: str) -> None:
+    def resolve_permission(self, tool_call_id: str, decision: str, *, remember: str | None = None,
+                           rule: str | None = None) -> dict[str, Any] | None:
+        """Answer a pending approval. ``allow_always`` needs ``remember``
+        (``"local"`` or ``"user"``) and ``rule``, the rule text the person was
+        shown for that choice: a different text is refused (what the person
+        approves is what is written). Returns ``{rule, file, scope}`` for
+        ``allow_always``."""
         from smoke_core.plugin import ANSWERS
 
         if decision not in ANSWERS:
             raise UIError(400, f"decision must be one of {', '.join(ANSWERS)}, got {decision!r}")
-        if tool_call_id not in self.pending_permissions or self._running is None:
+        pending = self.pending_permissions.get(tool_call_id)
+        running = self._running
+        if pending is None or running is None or tool_call_id in self._answered:
             raise UIError(404, f"no approval is pending for {tool_call_id!r} (already answered, or the run ended)")
-        self._running.resolve_permission(tool_call_id, decision)
+        if decision != "allow_always":
+            if remember is not None or rule is not None:
+                raise UIError(400, "remember and rule go with decision 'allow_always' only")
+            running.resolve_permission(tool_call_id, decision)
+            self._answered.add(tool_call_id)  # until permission.resolved arrives, a second answer is stale too
+            return None
+        offer = (pending.get("ui") or {}).get("always")
+        if not offer:
+            what = "an MCP server start" if pending.get("kind") == "mcp_server" else "this request"
+            raise UIError(400, f"'always' is not offered for {what}: answer it with allow, allow_run or deny")
+        if remember not in SCOPES:
+            raise UIError(400, f"remember must be 'local' or 'user' with decision 'allow_always', got {remember!r}")
+        choice = offer[remember]
+        if not choice.get("available"):
+            raise UIError(400, f"cannot remember the rule in {choice['file']}: {choice.get('note')}; "
+                               "choose your user settings instead")
+        if not isinstance(rule, str):
+            raise UIError(400, "rule must be the rule text the page showed (what 'always' writes)")
+        if rule != choice["rule"]:
+            raise UIError(409, f"the rule sent ({rule!r}) is not the one this answer writes ({choice['rule']!r}): "
+                               "reload the page and answer again")
+        from smoke_core.plugin import ConfigError
+
+        try:
+            written = running.resolve_permission(tool_call_id, "allow_always", remember=remember)
+        except (OSError, ConfigError) as exc:  # the settings file could not be written: the call still waits
+            log.warning("smoke-ui: could not write the rule %r to %s: %s", rule, choice["file"], exc)
+            raise UIError(422, f"could not write the rule to {choice['file']}: {exc} "
+                               "The call is still waiting: allow it once, allow it for this run, or deny it.") from exc
+        except ValueError as exc:  # answered meanwhile, or not a tool call
+            raise UIError(409, f"could not allow always: {exc}") from exc
+        self._answered.add(tool_call_id)
+        text = getattr(written, "text", None) or rule
+        result = {"rule": text, "file": str(getattr(written, "origin", None) or choice["file"]), "scope": remember}
+        if text != rule:  # never expected (a test pins the derivation); say so rather than hide it
+            log.warning("smoke-ui: the rule written (%r) differs from the rule shown (%r)", text, rule)
+            result["shown"] = rule
+        self._remembered[tool_call_id] = result
+        return result
 
     def respond(self, tool_call_id: str, text: str) -> None:
         if tool_call_id not in self.pending_questions or self._running is None:
@@ -521,7 +597,7 @@ async def _drain(receive: Receive) -> None:
 def _header(scope: Scope, name: bytes) -> str | None:
     for key, value in scope.get("headers", []):
         if key == name:
-            return value.decode("latin-1")
+            return str(value.decode("latin-1"))
     return None
 
 
@@ -688,11 +764,17 @@ def create_app(
             body = await json_body(request)
             decision = body.get("decision")
             if not isinstance(decision, str):
-                raise UIError(400, "decision must be 'allow', 'allow_run' or 'deny'")
-            state.resolve_permission(request.path_params["tool_call_id"], decision)
+                raise UIError(400, "decision must be 'allow', 'allow_run', 'allow_always' or 'deny'")
+            remember, rule = body.get("remember"), body.get("rule")
+            if remember is not None and not isinstance(remember, str):
+                raise UIError(400, "remember must be 'local' or 'user'")
+            if rule is not None and not isinstance(rule, str):
+                raise UIError(400, "rule must be a string (the rule the page showed)")
+            written = state.resolve_permission(request.path_params["tool_call_id"], decision,
+                                               remember=remember, rule=rule)
         except UIError as exc:
             return fail(exc)
-        return JSONResponse({"ok": True, "decision": decision})
+        return JSONResponse({"ok": True, "decision": decision, **({"remembered": written} if written else {})})
 
     async def post_question(request: Request) -> Response:
         try:

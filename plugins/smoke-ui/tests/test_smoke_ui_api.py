@@ -505,7 +505,7 @@ async def test_markdown_is_rendered_on_the_server_and_html_from_the_model_stays_
 # ---------------------------------------------------------------- diffs
 
 
-@tool(presentation={"label": "Edit file", "icon": "📝", "tone": "warning"})
+@tool(kind="edit", permission_key="path", presentation={"label": "Edit file", "icon": "📝", "tone": "warning"})
 def edit_file(path: str, old_string: str, new_string: str, ctx: ToolContext) -> str:
     """Replace old_string with new_string."""
     target = ctx.workspace.resolve(path, write=True)
@@ -513,14 +513,14 @@ def edit_file(path: str, old_string: str, new_string: str, ctx: ToolContext) -> 
     return f"edited {path}"
 
 
-@tool(presentation={"label": "Write file", "icon": "✍️", "tone": "warning"})
+@tool(kind="edit", permission_key="path", presentation={"label": "Write file", "icon": "✍️", "tone": "warning"})
 def write_file(path: str, content: str, ctx: ToolContext) -> str:
     """Write a file."""
     ctx.workspace.resolve(path, write=True).write_text(content)
     return f"wrote {path}"
 
 
-@tool(presentation={"label": "Replace lines", "icon": "🔁", "tone": "warning"})
+@tool(kind="edit", permission_key="path", presentation={"label": "Replace lines", "icon": "🔁", "tone": "warning"})
 def replace_lines(path: str, start_line: int, end_line: int, replacement: str, ctx: ToolContext) -> str:
     """Replace lines start_line..end_line."""
     target = ctx.workspace.resolve(path, write=True)
@@ -530,7 +530,7 @@ def replace_lines(path: str, start_line: int, end_line: int, replacement: str, c
     return f"replaced lines in {path}"
 
 
-@tool(presentation={"label": "Apply patch", "icon": "🩹", "tone": "warning"})
+@tool(kind="edit", presentation={"label": "Apply patch", "icon": "🩹", "tone": "warning"})
 def apply_patch(patch: str, ctx: ToolContext) -> str:
     """Apply a patch (the tests deny it)."""
     raise AssertionError("the test denies apply_patch; it must not run")
@@ -713,3 +713,280 @@ def test_a_damaged_session_database_is_moved_aside_and_the_server_starts(tmp_pat
         store.close()
     kept = list(db.parent.glob("sessions.db.corrupt-*"))
     assert len(kept) == 1 and kept[0].read_bytes().startswith(b"this is not a database")
+
+
+# ---------------------------------------------------------------- "always allow"
+
+
+RAN: list[str] = []
+
+
+@tool(kind="execute", permission_key="command", presentation={"label": "Run command", "icon": "💻"})
+def run_command(command: str, ctx: ToolContext) -> str:
+    """Run a command (here: recorded, so the test sees what ran)."""
+    RAN.append(command)
+    return f"ran {command}"
+
+
+@tool(kind="edit", permission_key="path")
+def save(path: str, content: str, ctx: ToolContext) -> str:
+    """Write a file."""
+    target = ctx.workspace.resolve(path, write=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(content)
+    return f"saved {path}"
+
+
+@tool(permission_key="path")  # kind "other", but its argument is a path
+def touch(path: str, ctx: ToolContext) -> str:
+    """Create an empty file."""
+    target = ctx.workspace.resolve(path, write=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.touch()
+    return f"touched {path}"
+
+
+@tool(permission_key="folder")
+def make_dir(folder: str, ctx: ToolContext) -> str:
+    """Create a folder."""
+    ctx.workspace.resolve(folder, write=True).mkdir(parents=True, exist_ok=True)
+    return f"made {folder}"
+
+
+@tool
+def ping(ctx: ToolContext) -> str:
+    """Mutating, without an argument rules can match."""
+    return "pong"
+
+
+ALWAYS_TOOLS = [run_command, save, touch, make_dir, ping]
+
+
+def call(call_id: str, name: str, **input: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"id": call_id, "name": name, "input": input}]}
+
+
+def allow_list(path: Path) -> list[str]:
+    import yaml
+
+    return (yaml.safe_load(path.read_text()) or {}).get("permissions", {}).get("allow", [])
+
+
+async def test_always_writes_exactly_the_rule_the_card_shows_to_the_chosen_file(tmp_path: Path) -> None:
+    from smoke_core.settings import local_settings_path, user_settings_path
+
+    ws = tmp_path / "ws [1]"  # glob characters in the folder: the user-file rules escape them
+    ws.mkdir()
+    RAN.clear()
+    answers = [  # (call, scope, the rule expected in that file)
+        (call("c1", "run_command", command="echo [a] *"), "user", r"run_command(echo \[a\] \*)"),
+        (call("c2", "save", path="src/app.py", content="x"), "user", rf"save({ws.resolve()}/src/app.py)"),
+        (call("c3", "save", path="top.txt", content="x"), "local", "save(./top.txt)"),
+        (call("c4", "touch", path="notes/a[1].md"), "user", rf"touch({ws.resolve()}/notes/a\[1\].md)"),
+        (call("c5", "make_dir", folder="."), "user", f"make_dir({ws.resolve()})"),
+        (call("c6", "ping"), "local", "ping"),
+        (call("c7", "run_command", command="make build"), "local", "run_command(make build)"),
+    ]
+    script = [turn for turn, _, _ in answers] + ["done"]
+    app = create_app(lambda **kw: create_agent(ws, provider=ScriptedProvider(list(script)), autoload_plugins=False,
+                                               plugins=[], tools=ALWAYS_TOOLS, **kw), store=MemoryStore())
+    h = auth(app)
+    escape = {"[": r"\[", "]": r"\]"}
+    expected = [rule.replace(str(ws.resolve()), "".join(escape.get(c, c) for c in str(ws.resolve())))
+                for _, _, rule in answers]
+    async with serving(app) as client, events(client, app) as sse:
+        await client.post("/api/runs", json={"task": "go"}, headers=h)
+        for (turn, scope, _), rule in zip(answers, expected, strict=True):
+            required = await sse.until("permission.required")
+            call_id = turn["tool_calls"][0]["id"]
+            assert required["data"]["tool_call_id"] == call_id
+            offer = required["ui"]["always"]
+            assert offer["default"] == "local" and offer["local"]["available"] is True
+            assert offer[scope]["rule"] == rule, (call_id, offer)
+            assert offer["local"]["rule"] == required["data"]["suggested_rule"]
+            assert offer["broad"] is (call_id == "c6")
+            res = await client.post(f"/api/permissions/{call_id}", headers=h,
+                                    json={"decision": "allow_always", "remember": scope, "rule": offer[scope]["rule"]})
+            assert res.status_code == 200, res.text
+            assert res.json()["remembered"] == {"rule": rule, "file": offer[scope]["file"], "scope": scope}
+            resolved = await sse.until("permission.resolved")
+            assert resolved["data"]["decision"] == "allow_always"
+            assert resolved["ui"]["remembered"]["rule"] == rule  # every open page learns what was written
+        await sse.until("run.completed")
+    assert offer["local"]["file"] == str(local_settings_path(ws))
+    assert offer["user"]["file"] == str(user_settings_path())
+    # what core wrote is what the cards showed, file by file
+    assert allow_list(local_settings_path(ws)) == [r for (_, s, _), r in zip(answers, expected, strict=True)
+                                                   if s == "local"]
+    assert allow_list(user_settings_path()) == [r for (_, s, _), r in zip(answers, expected, strict=True)
+                                                if s == "user"]
+    assert RAN == ["echo [a] *", "make build"]
+
+
+async def test_always_errors_are_clear_and_leave_the_call_waiting(tmp_path: Path) -> None:
+    from smoke_core import hookimpl
+
+    class StartsAServer:
+        @hookimpl
+        async def before_run(self, run: Any) -> None:
+            await run.request_permission(kind="mcp_server", name="github", input={"command": "github-mcp"},
+                                         reason="start the MCP server github")
+
+    RAN.clear()
+    script = [call("c1", "run_command", command="make build"), "done"]
+    app = create_app(lambda **kw: create_agent(tmp_path, provider=ScriptedProvider(list(script)),
+                                               autoload_plugins=False, plugins=[StartsAServer()],
+                                               tools=ALWAYS_TOOLS, **kw), store=MemoryStore())
+    h = auth(app)
+    local = tmp_path / ".smoke" / "config.local.yaml"
+
+    async def post(call_id: str, **body: Any) -> httpx.Response:
+        return await client.post(f"/api/permissions/{call_id}", json=body, headers=h)
+
+    async with serving(app) as client, events(client, app) as sse:
+        await client.post("/api/runs", json={"task": "go"}, headers=h)
+        server = await sse.until("permission.required")
+        assert server["data"]["kind"] == "mcp_server" and server["data"]["suggested_rule"] is None
+        assert "always" not in (server.get("ui") or {})
+        res = await post("mcp_server:github", decision="allow_always", remember="local", rule="github")
+        assert res.status_code == 400 and "MCP server start" in res.json()["error"]
+        assert (await post("mcp_server:github", decision="allow")).status_code == 200
+
+        required = await sse.until("permission.required")
+        rule = required["ui"]["always"]["local"]["rule"]
+        assert rule == "run_command(make build)"
+        for body, status, words in (
+            ({"decision": "allow_always", "rule": rule}, 400, "remember must be 'local' or 'user'"),
+            ({"decision": "allow_always", "remember": "team", "rule": rule}, 400, "remember must be"),
+            ({"decision": "allow_always", "remember": "local"}, 400, "rule must be the rule text"),
+            ({"decision": "allow_always", "remember": "local", "rule": 5}, 400, "rule must be a string"),
+            ({"decision": "allow_always", "remember": "local", "rule": "run_command(*)"}, 409, "reload the page"),
+            ({"decision": "allow", "remember": "local"}, 400, "allow_always' only"),
+        ):
+            res = await post("c1", **body)
+            assert res.status_code == status and words in res.json()["error"], (body, res.text)
+        # the settings file cannot be written: a clear message, and the call still waits
+        local.parent.mkdir()
+        local.mkdir()
+        res = await post("c1", decision="allow_always", remember="local", rule=rule)
+        assert res.status_code == 422, res.text
+        assert "could not write the rule to" in res.json()["error"] and "still waiting" in res.json()["error"]
+        state = (await client.get("/api/state", headers=h)).json()
+        assert [p["tool_call_id"] for p in state["pending_permissions"]] == ["c1"] and RAN == []
+        local.rmdir()
+        res = await post("c1", decision="allow_always", remember="local", rule=rule)
+        assert res.status_code == 200 and res.json()["remembered"]["rule"] == rule
+        stale = await post("c1", decision="allow_always", remember="local", rule=rule)
+        assert stale.status_code == 404 and "no approval is pending" in stale.json()["error"]
+        await sse.until("run.completed")
+    assert allow_list(local) == [rule] and RAN == ["make build"]
+
+
+async def test_in_an_untrusted_folder_always_goes_to_the_user_settings(tmp_path: Path) -> None:
+    from smoke_core.settings import user_settings_path
+
+    RAN.clear()
+    script = [call("c1", "run_command", command="make test"), "done"]
+    app = create_app(lambda **kw: create_agent(tmp_path, provider=ScriptedProvider(list(script)),
+                                               autoload_plugins=False, plugins=[], tools=ALWAYS_TOOLS,
+                                               trust_workspace=False, **kw), store=MemoryStore())
+    h = auth(app)
+    async with serving(app) as client, events(client, app) as sse:
+        await client.post("/api/runs", json={"task": "go"}, headers=h)
+        offer = (await sse.until("permission.required"))["ui"]["always"]
+        assert offer["default"] == "user"
+        assert offer["local"]["available"] is False and "not trusted" in offer["local"]["note"]
+        refused = await client.post("/api/permissions/c1", headers=h, json={
+            "decision": "allow_always", "remember": "local", "rule": offer["local"]["rule"]})
+        assert refused.status_code == 400 and "not trusted" in refused.json()["error"]
+        ok = await client.post("/api/permissions/c1", headers=h, json={
+            "decision": "allow_always", "remember": "user", "rule": offer["user"]["rule"]})
+        assert ok.status_code == 200
+        await sse.until("run.completed")
+    assert allow_list(user_settings_path()) == ["run_command(make test)"]
+    assert not (tmp_path / ".smoke" / "config.local.yaml").exists()
+
+
+async def test_the_diff_view_needs_a_tool_that_declares_it_edits(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("y = 3\n")
+
+    @tool(name="edit_file")  # named like the edit tool, but it declares no edit kind
+    def not_an_edit(path: str, old_string: str, new_string: str, ctx: ToolContext) -> str:
+        """Something else entirely."""
+        return "did something else"
+
+    script = [{"tool_calls": [{"id": "e1", "name": "edit_file",
+                               "input": {"path": "app.py", "old_string": "y = 3", "new_string": "y = 4"}}]}, "ok"]
+    app = create_app(lambda **kw: create_agent(tmp_path, provider=ScriptedProvider(script), autoload_plugins=False,
+                                               plugins=[], tools=[not_an_edit], **kw), store=MemoryStore())
+    async with serving(app) as client, events(client, app) as sse:
+        await client.post("/api/runs", json={"task": "go"}, headers=auth(app))
+        required = await sse.until("permission.required")
+        assert required["data"]["tool_kind"] == "other"
+        assert "diff" not in required["ui"]  # the page shows the call's input, field by field
+        await client.post("/api/permissions/e1", json={"decision": "deny"}, headers=auth(app))
+        await sse.until("run.completed")
+
+
+# ---------------------------------------------------------------- subagents
+
+
+@tool(read_only=True, kind="read", permission_key="path")
+def read_text(path: str, ctx: ToolContext) -> str:
+    """Read a file."""
+    return ctx.workspace.resolve(path).read_text()
+
+
+@tool(name="task", read_only=True, kind="other", group="agent",
+      presentation={"label": "Task", "icon": "🤖", "tone": "info", "group": "agent"})
+async def task_tool(description: str, prompt: str, ctx: ToolContext, tools: list[str] | None = None) -> str:
+    """Delegate to a subagent (as smoke-tools-agent's task tool does, through ctx.run_subagent)."""
+    result = await ctx.run_subagent(prompt, tools=tools)
+    if result.status != "completed":
+        raise AssertionError(f"the subagent ended {result.status}")
+    return result.text
+
+
+def conversations(script: dict[str, list[Any]]) -> Callable[[Any], Any]:
+    """A turn for every conversation, chosen by its first user message."""
+    def turn(request: Any) -> Any:
+        return script[request.messages[0]["content"][0]["text"]].pop(0)
+    return turn
+
+
+async def test_a_subagents_approval_is_pending_with_its_parent_and_answered_like_any_other(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("alpha")
+    script = {
+        "delegate": [{"text": "Delegating.", "tool_calls": [
+            {"id": "t1", "name": "task", "input": {"description": "read", "prompt": "read a", "tools": ["read_text"]}},
+            {"id": "t2", "name": "task", "input": {"description": "write", "prompt": "write c", "tools": ["save"]}},
+        ]}, "both done"],
+        "read a": [{"text": "Reading.", "tool_calls": [{"id": "r", "name": "read_text", "input": {"path": "a.txt"}}]},
+                   "a says alpha"],
+        "write c": [{"tool_calls": [{"id": "w", "name": "save", "input": {"path": "c.txt", "content": "c"}}]},
+                    "c saved"],
+    }
+    turns = [conversations(script)] * sum(len(v) for v in script.values())
+    app = create_app(lambda **kw: create_agent(tmp_path, provider=ScriptedProvider(turns), autoload_plugins=False,
+                                               plugins=[], tools=[task_tool, read_text, save], **kw),
+                     store=MemoryStore())
+    h = auth(app)
+    async with serving(app) as client, events(client, app) as sse:
+        await client.post("/api/runs", json={"task": "delegate"}, headers=h)
+        required = await sse.until("permission.required")
+        assert required["data"]["tool_call_id"] == "t2.w" and required["data"]["parent_tool_call_id"] == "t2"
+        assert required["ui"]["always"]["local"]["rule"] == "save(./c.txt)"
+        state = (await client.get("/api/state", headers=h)).json()
+        assert [p["tool_call_id"] for p in state["pending_permissions"]] == ["t2.w"]
+        res = await client.post("/api/permissions/t2.w", json={"decision": "allow"}, headers=h)
+        assert res.status_code == 200
+        done = await sse.until("run.completed")
+    assert done["data"]["text"] == "both done"
+    assert (tmp_path / "c.txt").read_text() == "c"
+    seen = [e for _, e in sse.seen]
+    ends = {e["data"]["parent_tool_call_id"]: e["data"]["text"] for e in seen if e["type"] == "subagent.completed"}
+    assert ends == {"t1": "a says alpha", "t2": "c saved"}
+    parent_text = [e["data"]["text"] for e in seen if e["type"] == "text.end" and "parent_tool_call_id" not in e["data"]]
+    assert parent_text == ["Delegating.", "both done"]  # the subagents' text is theirs, not the parent's
+    child_text = [e["data"]["text"] for e in seen if e["type"] == "text.end" and e["data"].get("parent_tool_call_id")]
+    assert sorted(child_text) == ["Reading.", "a says alpha", "c saved"]

@@ -460,7 +460,7 @@ def test_markdown_renders_and_html_from_the_model_or_a_tool_is_only_text(browser
 # ---------------------------------------------------------------- diffs
 
 
-@tool(presentation={"label": "Edit file", "icon": "📝", "tone": "warning"})
+@tool(kind="edit", permission_key="path", presentation={"label": "Edit file", "icon": "📝", "tone": "warning"})
 def edit_file(path: str, old_string: str, new_string: str, ctx: ToolContext) -> str:
     """Replace old_string with new_string."""
     target = ctx.workspace.resolve(path, write=True)
@@ -468,7 +468,7 @@ def edit_file(path: str, old_string: str, new_string: str, ctx: ToolContext) -> 
     return f"edited {path}"
 
 
-@tool(presentation={"label": "Write file", "icon": "✍️", "tone": "warning"})
+@tool(kind="edit", permission_key="path", presentation={"label": "Write file", "icon": "✍️", "tone": "warning"})
 def write_file(path: str, content: str, ctx: ToolContext) -> str:
     """Write a file."""
     ctx.workspace.resolve(path, write=True).write_text(content)
@@ -637,3 +637,244 @@ def test_a_page_opened_mid_run_sees_the_output_so_far_and_can_answer(browser: An
                 late.close()
         finally:
             first.close()
+
+
+# ---------------------------------------------------------------- "always allow"
+
+
+@tool(name="run_command", kind="execute", permission_key="command",
+      presentation={"label": "Run command", "icon": "💻", "tone": "warning", "group": "terminal"}, group="terminal")
+def real_run_command(command: str, ctx: ToolContext) -> str:
+    """Run a command in the workspace (a real process; no shell)."""
+    import shlex
+    import subprocess
+
+    done = subprocess.run(shlex.split(command), cwd=ctx.workspace.root, capture_output=True, text=True, timeout=30)
+    return done.stdout + done.stderr
+
+
+SPOOF_COMMAND = "echo <b>bold</b> <img src=x onerror=window.__xss=1>\x1b[2J\x1bM"
+
+
+def test_always_allow_writes_the_rule_shown_and_the_next_run_does_not_ask(browser: Any, tmp_path: Path) -> None:
+    import yaml
+
+    from smoke_core.settings import user_settings_path
+
+    scripts = [
+        [
+            {"tool_calls": [{"id": "a1", "name": "run_command", "input": {"command": SPOOF_COMMAND}}]},
+            {"tool_calls": [{"id": "a2", "name": "run_command", "input": {"command": "echo always-ok"}}]},
+            "first run done",
+        ],
+        [
+            # a call id a hostile provider could pick: still an ordinary card
+            {"tool_calls": [{"id": "__proto__", "name": "run_command", "input": {"command": "echo always-ok"}}]},
+            {"tool_calls": [{"id": "b2", "name": "run_command", "input": {"command": "echo other"}}]},
+            "second run done",
+        ],
+    ]
+
+    def factory(*, session_id: str, store: Any) -> Any:  # a new agent per run: it reads the settings files afresh
+        return create_agent(tmp_path, provider=ScriptedProvider(scripts.pop(0)), autoload_plugins=False, plugins=[],
+                            tools=[real_run_command], store=store, session_id=session_id)
+
+    local = tmp_path / ".smoke" / "config.local.yaml"
+    app = create_app(factory, store=MemoryStore(), fresh_session_per_run=True)
+    with ServerThread(app) as server:
+        wait_healthy(server.url)
+        page = open_page(browser, server, app)
+        dialogs: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        try:
+            send_task(page, "run things")
+            # 1. the rule is shown exactly, as text, control characters made visible
+            approval = page.locator('[data-testid="approval-card"][data-tool-call-id="a1"]')
+            approval.wait_for(timeout=WAIT_MS)
+            rule = approval.locator('[data-testid="always-rule"]')
+            # "[" is escaped in the rule (it matches only itself): ESC then "\" is one mark
+            assert rule.inner_text() == ("run_command(echo <b>bold</b> <img src=x onerror=window.__xss=1>"
+                                         "⟨ESC \\⟩[2J⟨ESC M⟩)")
+            assert rule.locator(".ctl-esc").count() == 2 and rule.locator("b, img").count() == 0
+            assert rule.get_attribute("data-scope") == "local"
+            assert approval.locator('[data-testid="always-scope-local"]').is_checked()
+            assert approval.locator('[data-testid="always-file"]').inner_text() == str(local)
+            # the other choice: the person's settings file (same rule: a command is no path)
+            approval.locator('[data-testid="always-scope-user"]').check()
+            assert approval.locator('[data-testid="always-file"]').inner_text() == str(user_settings_path())
+            assert rule.get_attribute("data-scope") == "user"
+            approval.locator('[data-testid="always-scope-local"]').check()
+            screenshot(page, "smoke-ui-always.png")
+            approval.locator('[data-testid="deny-button"]').click()
+            approval.locator('[data-testid="approval-decision"]').wait_for(timeout=WAIT_MS)
+
+            # 2. the file cannot be written: the card says so, and the call still waits
+            local.parent.mkdir()
+            local.mkdir()
+            approval = page.locator('[data-testid="approval-card"][data-tool-call-id="a2"]')
+            approval.wait_for(timeout=WAIT_MS)
+            assert approval.locator('[data-testid="always-rule"]').inner_text() == "run_command(echo always-ok)"
+            approval.locator('[data-testid="always-button"]').click()
+            problem = approval.locator('[data-testid="approval-error"]')
+            problem.wait_for(state="visible", timeout=WAIT_MS)
+            assert "could not write the rule to" in problem.inner_text()
+            assert "still waiting" in problem.inner_text()
+            assert problem.get_attribute("data-status") == "422"
+            assert approval.locator('[data-testid="always-button"]').is_enabled()
+            assert page.locator('[data-testid="error-card"]').count() == 0  # on the card, not elsewhere
+
+            # 3. fixed: "always" allows the call and writes the rule
+            local.rmdir()
+            approval.locator('[data-testid="always-button"]').click()
+            approval.locator('[data-testid="approval-decision"]').wait_for(timeout=WAIT_MS)
+            assert approval.locator('[data-testid="approval-decision"]').inner_text() == "Always allowed"
+            assert approval.locator('[data-testid="remembered-rule"]').inner_text() == "run_command(echo always-ok)"
+            assert approval.locator('[data-testid="remembered-file"]').inner_text() == str(local)
+            assert approval.locator('[data-testid="approval-error"]').count() == 0
+            page.wait_for_selector('[data-testid="tool-card"][data-tool-call-id="a2"][data-state="done"]',
+                                   timeout=WAIT_MS)
+            assert "always-ok" in card_by_id(page, "a2").locator('[data-testid="tool-result"]').inner_text()
+            page.wait_for_selector('[data-testid="final-message"]', timeout=WAIT_MS)
+            assert yaml.safe_load(local.read_text()) == {"permissions": {"allow": ["run_command(echo always-ok)"]}}
+
+            # 4. the next run (a new agent) runs the same command without asking; another command still asks
+            send_task(page, "run them again")
+            approval = page.locator('[data-testid="approval-card"][data-tool-call-id="b2"]')
+            approval.wait_for(timeout=WAIT_MS)
+            done = card_by_id(page, "__proto__")
+            assert done.get_attribute("data-state") == "done"
+            assert "always-ok" in done.locator('[data-testid="tool-result"]').inner_text()
+            assert done.locator('[data-testid="approval-card"]').count() == 0  # never asked
+            approval.locator('[data-testid="deny-button"]').click()
+            page.wait_for_selector('[data-testid="final-message"]:has-text("second run done")', timeout=WAIT_MS)
+            assert page.evaluate("window.__xss") is None and dialogs == []
+            assert page.js_errors == []
+        finally:
+            page.close()
+
+
+def card_by_id(page: Any, call_id: str) -> Any:
+    return page.locator(f'[data-testid="tool-card"][data-tool-call-id="{call_id}"]')
+
+
+# ---------------------------------------------------------------- subagents
+
+
+@tool(read_only=True, kind="read", permission_key="path", presentation={"label": "Read file", "icon": "📄"})
+def read_file(path: str, ctx: ToolContext) -> str:
+    """Read a file."""
+    return ctx.workspace.resolve(path).read_text()
+
+
+@tool(name="write_file", kind="edit", permission_key="path", presentation={"label": "Write file", "icon": "✍️"})
+def child_write_file(path: str, content: str, ctx: ToolContext) -> str:
+    """Write a file."""
+    ctx.workspace.resolve(path, write=True).write_text(content)
+    return f"wrote {path}"
+
+
+@tool(name="task", read_only=True, kind="other", group="agent",
+      presentation={"label": "Task", "icon": "🤖", "tone": "info", "group": "agent"})
+async def task_tool(description: str, prompt: str, ctx: ToolContext, agent: str = "explorer") -> str:
+    """Delegate to a subagent, as smoke-tools-agent's task tool does (through ctx.run_subagent)."""
+    tools = {"explorer": ["read_file"], "editor": ["read_file", "write_file"]}[agent]
+    result = await ctx.run_subagent(prompt, tools=tools)
+    return result.text or f"(the subagent ended {result.status})"
+
+
+HOSTILE = "<img src=x onerror=window.__xss=1>"
+TURN_USAGE = {"input_tokens": 1000, "output_tokens": 100}
+
+
+def test_subagent_cards_nest_inside_their_task_cards(browser: Any, tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("A = 1\n")
+    (tmp_path / "b.py").write_text("B = 2\n")
+
+    def task(call_id: str, prompt: str, agent: str) -> dict[str, Any]:
+        return {"id": call_id, "name": "task", "input": {"description": prompt, "prompt": prompt, "agent": agent}}
+
+    def read(call_id: str, path: str) -> dict[str, Any]:
+        return {"id": call_id, "name": "read_file", "input": {"path": path}}
+
+    script: dict[str, list[Any]] = {
+        "tidy up": [
+            {"text": "I will delegate three parts.",
+             "tool_calls": [task("t1", "where is A?", "explorer"), task("t2", "where is B?", "explorer"),
+                            task("t3", "write c.txt", "editor")]},
+            {"text": "All three parts are done."},
+        ],
+        "where is A?": [{"text": f"Looking for A {HOSTILE}", "tool_calls": [read("ra", "a.py")]},
+                        {"text": "A is in a.py"}],
+        "where is B?": [{"text": "Looking for B", "tool_calls": [read("rb", "b.py")]}, {"text": "B is in b.py"}],
+        "write c.txt": [{"tool_calls": [{"id": "wc", "name": "write_file", "input": {"path": "c.txt", "content": "c\n"}}]},
+                        {"text": "c.txt written"}],
+    }
+    for turns in script.values():
+        for turn in turns:
+            turn["usage"] = TURN_USAGE
+    calls = sum(len(v) for v in script.values())
+
+    def route(request: Any) -> Any:  # the subagents run at once: each conversation gets its own turns
+        return script[request.messages[0]["content"][0]["text"]].pop(0)
+
+    provider = ScriptedProvider([route] * calls, model="gpt-4o", chunk_size=6)
+    provider.price_as = "openai"  # type: ignore[attr-defined]  # priced by genai-prices as OpenAI's gpt-4o
+    app = create_app(lambda **kw: create_agent(tmp_path, provider=provider, autoload_plugins=False, plugins=[],
+                                               tools=[task_tool, read_file, child_write_file], **kw),
+                     store=MemoryStore())
+    with ServerThread(app) as server:
+        wait_healthy(server.url)
+        page = open_page(browser, server, app, height=1400)
+        dialogs: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        try:
+            send_task(page, "tidy up")
+            # the editing subagent asks; its approval sits inside its task card and is answered there
+            editor = card_by_id(page, "t3")
+            approval = editor.locator('[data-testid="subagent"] [data-testid="approval-card"]')
+            approval.wait_for(timeout=WAIT_MS)
+            assert approval.get_attribute("data-tool-call-id") == "t3.wc"
+            assert approval.get_attribute("data-view") == "diff"
+            assert approval.locator('[data-testid="diff-add"]').all_inner_texts() == ["+c"]
+            assert approval.locator('[data-testid="always-rule"]').inner_text() == "write_file(./c.txt)"
+            screenshot(page, "smoke-ui-subagents-approval.png")
+            approval.locator('[data-testid="approve-button"]').click()
+            page.wait_for_selector('[data-testid="final-message"]', timeout=WAIT_MS)
+            page.wait_for_selector('[data-testid="run-status"].status-completed', timeout=WAIT_MS)
+
+            for call_id, tool_name, child_id, answer in (("t1", "read_file", "t1.ra", "A is in a.py"),
+                                                         ("t2", "read_file", "t2.rb", "B is in b.py"),
+                                                         ("t3", "write_file", "t3.wc", "c.txt written")):
+                task_card = card_by_id(page, call_id)
+                box = task_card.locator('[data-testid="subagent"]')
+                assert box.count() == 1 and box.get_attribute("data-state") == "completed"
+                assert box.get_attribute("data-parent-tool-call-id") == call_id
+                child = box.locator('[data-testid="subagent-body"] > [data-testid="tool-card"]')
+                assert child.count() == 1
+                assert child.get_attribute("data-tool-call-id") == child_id
+                assert child.get_attribute("data-tool-name") == tool_name
+                assert child.get_attribute("data-state") == "done"
+                assert box.locator('[data-testid="subagent-answer"]').inner_text() == answer
+                assert "completed · 2 steps" in box.locator('[data-testid="subagent-status"]').inner_text()
+                assert task_card.locator(':scope > [data-testid="tool-result"]').inner_text() == answer
+            assert "A = 1" in card_by_id(page, "t1.ra").locator('[data-testid="tool-result"]').inner_text()
+            # no child card outside a task card, and the log holds the parent's messages only
+            assert page.locator('[data-testid="log"] > [data-testid="tool-card"]').count() == 3
+            parent = page.locator('[data-testid="log"] > .msg.assistant').all_inner_texts()
+            assert parent == ["I will delegate three parts.", "All three parts are done."]
+            first = card_by_id(page, "t1").locator('[data-testid="subagent-message"]').first
+            assert first.inner_text() == f"Looking for A {HOSTILE}"  # the model's HTML is text
+            assert page.locator('[data-testid="log"] img').count() == 0
+            # the header counts every call, the subagents' included, and prices them
+            from genai_prices import Usage, calc_price
+
+            per_call = float(calc_price(Usage(**TURN_USAGE), "gpt-4o", provider_id="openai").total_price)
+            usage = page.locator('[data-testid="usage"]')
+            assert usage.inner_text() == f"8,800 tokens (in 8,000 · out 800) · ${per_call * calls:.4f}"
+            assert usage.get_attribute("data-cost") is not None
+            assert (tmp_path / "c.txt").read_text() == "c\n"
+            assert page.evaluate("window.__xss") is None and dialogs == []
+            screenshot(page, "smoke-ui-subagents.png")
+            assert page.js_errors == []
+        finally:
+            page.close()

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -146,3 +147,53 @@ def test_wheel_ships_the_static_files(tmp_path: Path) -> None:
     for name in ("index.html", "app.js", "app.css"):
         assert f"smoke_ui/static/{name}" in names
     assert "smoke_ui/py.typed" in names
+
+
+def test_the_settings_decide_auto_approve_unless_yes_is_given(tmp_path: Path) -> None:
+    """Without --yes the agent gets no auto_approve argument, so an
+    ``auto_approve`` list in the person's settings is honoured (an explicit
+    False from the server used to override it)."""
+    import asyncio
+
+    from smoke_ui._cli import demo_factory, provider_factory
+
+    from smoke_core.plugin import MemoryStore
+    from smoke_core.settings import user_settings_path
+
+    user = user_settings_path()
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text("auto_approve:\n  - edit_file\n  - run_test\n")
+    ws = tmp_path / "ws"
+    try:
+        from smoke_core.demo import copy_sample_project
+
+        copy_sample_project(ws)
+    except ImportError:
+        ws.mkdir()
+
+    factory, _ = provider_factory(ws, provider="demo", model=None, base_url=None, auto_approve=False)
+    agent = factory(session_id="s1", store=MemoryStore())
+    assert [r.text for r in agent.settings.auto_approve_rules] == ["edit_file", "run_test"]
+    assert agent.options.auto_approve is False  # the rules allow those two tools; everything else still asks
+    yes, _ = provider_factory(ws, provider="demo", model=None, base_url=None, auto_approve=True)
+    assert yes(session_id="s2", store=MemoryStore()).options.auto_approve is True
+
+    if not {"edit_file", "run_test"} <= set(agent.tools):
+        pytest.skip("the demo's tool plugins are not installed: the run below needs them")
+    from smoke_core.demo import DEMO_TASK
+
+    asked: list[str] = []
+
+    def deny(event: Any) -> None:
+        asked.append(event.data["tool_name"])
+        agent.resolve_permission(event.data["tool_call_id"], "deny")
+
+    agent.on("permission.required", deny)
+    result = asyncio.run(agent.run(DEMO_TASK))
+    assert result.status == "completed" and asked == []  # the settings' rules allowed the edit and the tests
+    assert "sorted(values)" in (ws / "stats" / "core.py").read_text()
+
+    demo = demo_factory(tmp_path / "demo", auto_approve=False)(session_id="d1", store=MemoryStore())
+    assert [r.text for r in demo.settings.auto_approve_rules] == ["edit_file", "run_test"]
+    assert demo.options.auto_approve is False
+    assert demo_factory(tmp_path / "demo", auto_approve=True)(session_id="d2", store=MemoryStore()).options.auto_approve

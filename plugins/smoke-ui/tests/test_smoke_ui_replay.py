@@ -95,6 +95,23 @@ def test_the_budget_is_bytes_and_pending_approvals_are_never_evicted() -> None:
     assert "permission.required" not in types(replay(hub))  # answered: an ordinary entry again
 
 
+def test_a_subagent_that_ends_unpins_its_pending_approval_and_ends_its_message() -> None:
+    hub = EventHub(budget_bytes=64 * 1024)
+    # the subagent's events carry its own run id and the parent's task call id
+    hub.publish(ev("text.delta", run="run_child", text="Looking", parent_tool_call_id="t1"))
+    hub.publish(ev("permission.required", run="run_child", tool_call_id="t1.w1", kind="tool", tool_name="write_file",
+                   input={"path": "a", "content": "y" * 20_000}, parent_tool_call_id="t1"))
+    hub.publish(ev("subagent.interrupted", run="run_child", reason="aborted", parent_tool_call_id="t1"))
+    hub.publish(ev("text.delta", run="run_child", text=" again", parent_tool_call_id="t1"))  # never after its end
+    items = replay(hub)
+    assert [e["data"]["text"] for _, e in items if e["type"] == "text.delta"] == ["Looking", " again"]
+    for n in range(300):
+        hub.publish(ev("step.ended", step=n, pad="z" * 500))
+    # the subagent ended without an answer: its request is an ordinary (evictable) entry again
+    assert "permission.required" not in types(replay(hub))
+    assert hub.replay_bytes <= 64 * 1024
+
+
 def test_a_huge_event_is_shortened_in_the_log_but_sent_whole_live() -> None:
     hub = EventHub(max_event_bytes=64 * 1024)
     _, sub = hub.subscribe()

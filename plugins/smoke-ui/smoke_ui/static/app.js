@@ -23,7 +23,9 @@
     running: false,
     textEl: null, // assistant bubble receiving text.delta
     thoughtEl: null, // reasoning block receiving text.thought
-    cards: {}, // tool_call_id -> card element
+    // keyed by tool call ids, which a model or provider chooses: no prototype, so "__proto__" is an ordinary key
+    cards: Object.create(null), // tool_call_id -> card element
+    subagents: Object.create(null), // parent (task) tool_call_id -> {box, body, status, textEl, thoughtEl, lastText}
     lastSession: null,
     lastAssistantText: null,
     transcriptSession: null,
@@ -65,7 +67,9 @@
     try { data = await res.json(); } catch (e) { data = null; }
     if (!res.ok) {
       const message = (data && data.error) || res.status + " " + res.statusText;
-      throw new Error(message);
+      const err = new Error(message);
+      err.status = res.status;
+      throw err;
     }
     return data;
   }
@@ -444,15 +448,24 @@
 
   // ------------------------------------------------------------ cards
 
+  // A card's own parts: never those of a card nested in it (a subagent's cards sit inside a task card).
+  function part(card, testid) {
+    return card.querySelector(':scope > [data-testid="' + testid + '"]');
+  }
+
+  function headPart(card, testid) {
+    return card.querySelector(':scope > .card-head > [data-testid="' + testid + '"]');
+  }
+
   function setBadge(card, p) {
-    let badge = card.querySelector('[data-testid="tool-badge"]');
+    let badge = headPart(card, "tool-badge");
     if (!p.badge) {
       if (badge) badge.remove();
       return;
     }
     if (!badge) {
       badge = el("span", { class: "tool-badge", testid: "tool-badge" });
-      card.querySelector(".card-head .spacer").before(badge);
+      card.querySelector(":scope > .card-head > .spacer").before(badge);
     }
     setVisible(badge, p.badge, "text");
   }
@@ -490,23 +503,165 @@
     card.append(el("div", { class: "tool-progress hidden", testid: "tool-progress" }));
     card.append(el("pre", { class: "tool-result hidden", testid: "tool-result" }));
     if (id) state.cards[id] = card;
-    closeText();
-    add(card);
+    place(card, data.parent_tool_call_id);
     return card;
+  }
+
+  // A card goes into the log, or — for a subagent's call — inside the
+  // subagent box of the task card that started it.
+  function place(node, parentId) {
+    if (typeof parentId === "string" && parentId) {
+      const sub = subagentBox(parentId);
+      sub.textEl = null;
+      sub.thoughtEl = null;
+      sub.body.append(node);
+      node.setAttribute("data-parent-tool-call-id", parentId);
+      scroll();
+      return node;
+    }
+    closeText();
+    return add(node);
+  }
+
+  // ------------------------------------------------------------ subagents
+
+  // The box inside a task card that holds what its subagent does: its own
+  // messages, its tool cards (with their approvals and questions) and how it
+  // ended. Its text never goes into the parent's messages.
+  function subagentBox(parentId) {
+    let sub = state.subagents[parentId];
+    if (sub) return sub;
+    const status = el("span", { class: "subagent-status", testid: "subagent-status", text: "running" });
+    const meta = el("span", { class: "subagent-meta", testid: "subagent-meta" });
+    const body = el("div", { class: "subagent-body", testid: "subagent-body" });
+    const box = el("div", { class: "subagent", testid: "subagent", "data-parent-tool-call-id": parentId, "data-state": "running" }, [
+      el("div", { class: "subagent-head" }, [
+        el("span", { class: "tool-icon", text: "🤖" }),
+        el("strong", { text: "Subagent" }),
+        meta,
+        el("span", { class: "spacer" }),
+        status,
+      ]),
+      body,
+    ]);
+    sub = { box, body, status, meta, textEl: null, thoughtEl: null, lastText: null };
+    state.subagents[parentId] = sub;
+    const host = state.cards[parentId];
+    if (host) {
+      host.insertBefore(box, part(host, "tool-result"));
+    } else {
+      // the task card is not on this page (dropped from the replay log): show it on its own
+      box.setAttribute("data-orphan", "true");
+      closeText();
+      add(box);
+    }
+    return sub;
+  }
+
+  function subagentStarted(data) {
+    const sub = subagentBox(data.parent_tool_call_id);
+    const bits = [data.model, typeof data.step_limit === "number" ? "up to " + fmt(data.step_limit) + " steps" : null,
+      Array.isArray(data.tools) ? fmt(data.tools.length) + (data.tools.length === 1 ? " tool" : " tools") : null].filter(Boolean);
+    setVisible(sub.meta, bits.join(" · "), "text");
+    if (data.task && !sub.box.querySelector(':scope > [data-testid="subagent-prompt"]')) {
+      sub.body.before(el("details", { class: "subagent-prompt", testid: "subagent-prompt" }, [
+        el("summary", { text: "prompt · " + fmt(String(data.task).length) + " characters" }),
+        el("pre", {}, [visible(data.task, "text")]),
+      ]));
+    }
+  }
+
+  function subagentEnded(data, outcome) {
+    const sub = subagentBox(data.parent_tool_call_id);
+    sub.textEl = null;
+    sub.thoughtEl = null;
+    sub.box.setAttribute("data-state", outcome);
+    sub.box.classList.add("subagent-" + outcome);
+    const usage = data.usage ? " · " + formatUsage(data.usage) : "";
+    const steps = typeof data.steps === "number" ? " · " + fmt(data.steps) + (data.steps === 1 ? " step" : " steps") : "";
+    sub.status.textContent = outcome + steps + usage;
+    if (outcome === "completed") {
+      const bubbles = sub.body.querySelectorAll(':scope > [data-testid="subagent-message"]');
+      const last = bubbles[bubbles.length - 1];
+      if (data.text && data.text !== sub.lastText) {
+        sub.body.append(el("div", { class: "msg assistant subagent-message final", testid: "subagent-answer" }, [visible(data.text, "text")]));
+      } else if (last) {
+        last.classList.add("final");
+        last.setAttribute("data-testid", "subagent-answer");
+      }
+    } else if (outcome === "failed") {
+      const e = data.error || {};
+      sub.body.append(el("div", { class: "card error-card", testid: "subagent-error", "data-code": e.code || "" }, [
+        el("div", { class: "error-message" }, [visible((e.code ? "(" + e.code + ") " : "") + (e.message || "the subagent failed"), "text")]),
+        e.hint ? el("div", { class: "hint" }, [visible(e.hint, "text")]) : null,
+      ]));
+    } else {
+      sub.body.append(el("div", { class: "note note-warning", testid: "subagent-interrupted" }, [visible("⏹ Subagent stopped (" + (data.reason || "aborted") + ")", "text")]));
+      for (const card of sub.body.querySelectorAll('[data-testid="approval-card"]:not(.resolved), [data-testid="question-card"]:not(.resolved)')) {
+        card.classList.add("resolved");
+        for (const b of card.querySelectorAll("button, input")) b.disabled = true;
+      }
+    }
+    scroll();
+  }
+
+  // text.* of a subagent: into its box, never into the parent's message
+  function subagentText(type, ev) {
+    const data = ev.data;
+    const sub = subagentBox(data.parent_tool_call_id);
+    if (type === "text.thought") {
+      if (!sub.thoughtEl) {
+        const body = el("div", { class: "thought-body" });
+        sub.textEl = null;
+        sub.body.append(el("details", { class: "thought", testid: "subagent-reasoning" }, [el("summary", { text: "reasoning" }), body]));
+        sub.thoughtEl = body;
+      }
+      if (data.snapshot) sub.thoughtEl.textContent = "";
+      sub.thoughtEl.append(visible(data.text || "", "text"));
+    } else if (type === "text.delta") {
+      if (!sub.textEl) {
+        sub.textEl = el("div", { class: "msg assistant subagent-message streaming", testid: "subagent-message" });
+        sub.body.append(sub.textEl);
+      }
+      sub.thoughtEl = null;
+      if (data.snapshot) sub.textEl.textContent = "";
+      sub.textEl.append(visible(data.text || "", "text"));
+    } else if (type === "text.end") {
+      const html = ev.ui && ev.ui.html;
+      if (sub.textEl) {
+        if (data.text || html) insertMarkdown(sub.textEl, html, data.text);
+        sub.textEl.classList.remove("streaming");
+      } else if (data.text) {
+        sub.body.append(insertMarkdown(el("div", { class: "msg assistant subagent-message", testid: "subagent-message" }), html, data.text));
+      }
+      sub.lastText = data.text || null;
+      sub.textEl = null;
+      sub.thoughtEl = null;
+    } else if (type === "text.discarded") {
+      if (sub.textEl) sub.textEl.remove();
+      if (sub.thoughtEl && sub.thoughtEl.parentNode) sub.thoughtEl.parentNode.remove();
+      sub.textEl = null;
+      sub.thoughtEl = null;
+    }
+    scroll();
+  }
+
+  function isChild(ev) {
+    return !!(ev && ev.data && typeof ev.data.parent_tool_call_id === "string" && ev.data.parent_tool_call_id);
   }
 
   function onToolCompleted(data) {
     const card = toolCard(data);
     const p = presentationFor(data.tool_name, data.presentation);
-    setVisible(card.querySelector('[data-testid="tool-icon"]'), p.icon || "🔧", "text");
-    setVisible(card.querySelector('[data-testid="tool-label"]'), p.label || data.tool_name, "text");
+    setVisible(headPart(card, "tool-icon"), p.icon || "🔧", "text");
+    setVisible(headPart(card, "tool-label"), p.label || data.tool_name, "text");
     setBadge(card, p);
-    const status = card.querySelector('[data-testid="tool-status"]');
+    const status = headPart(card, "tool-status");
     const ms = typeof data.duration_ms === "number" ? " · " + Math.round(data.duration_ms) + " ms" : "";
     status.textContent = (data.is_error ? "error" : "done") + ms;
     card.classList.add(data.is_error ? "is-error" : "is-done");
     card.setAttribute("data-state", data.is_error ? "error" : "done");
-    const result = card.querySelector('[data-testid="tool-result"]');
+    const result = part(card, "tool-result");
     let text = contentText(data.content);
     if (data.is_error && data.error && data.error.message && !text.includes(data.error.message)) {
       text = data.error.message + (text ? "\n" + text : "");
@@ -514,20 +669,20 @@
     setVisible(result, text, "text");
     result.classList.toggle("hidden", !text);
     if (data.data && data.data.replay_truncated) result.append(el("div", { class: "omitted", text: "(shortened in the replay log; the model saw it whole)" }));
-    card.querySelector('[data-testid="tool-progress"]').classList.add("hidden");
+    part(card, "tool-progress").classList.add("hidden");
     // the result holds what the model saw; the live output was the preview of it
-    if (text) card.querySelector('[data-testid="tool-output"]').classList.add("hidden");
-    if (!data.is_error && data.data && typeof data.data.diff === "string" && data.data.diff && !card.querySelector('[data-testid="result-diff"]')) {
+    if (text) part(card, "tool-output").classList.add("hidden");
+    if (!data.is_error && data.data && typeof data.data.diff === "string" && data.data.diff && !part(card, "result-diff")) {
       const view = diffView({ text: data.data.diff, path: null, note: null });
       // open when no approval showed the diff already (an auto-approved edit)
-      const shown = !!card.querySelector('[data-testid="diff-view"]');
+      const shown = !!card.querySelector(':scope > [data-testid="approval-card"] [data-testid="diff-view"]');
       card.append(el("details", { class: "result-diff", testid: "result-diff", open: !shown }, [el("summary", { text: "changes" }), view]));
     }
   }
 
   function onToolOutput(data) {
     const card = toolCard(data);
-    const out = card.querySelector('[data-testid="tool-output"]');
+    const out = part(card, "tool-output");
     out.classList.remove("hidden");
     let omitted = card._omitted || 0;
     let text;
@@ -558,7 +713,7 @@
 
   function onToolProgress(data) {
     const card = toolCard(data);
-    const node = card.querySelector('[data-testid="tool-progress"]');
+    const node = part(card, "tool-progress");
     let text = data.message || "";
     if (typeof data.progress === "number") {
       text += " (" + data.progress + (typeof data.total === "number" ? "/" + data.total : "") + ")";
@@ -605,40 +760,112 @@
       body,
       buttons,
     ]);
+    const always = data.kind !== "mcp_server" && ui && ui.always && ui.always.local && ui.always.user ? ui.always : null;
+    const alwaysBox = always ? alwaysView(id, always) : null;
+    const problem = el("div", { class: "approval-error hidden", testid: "approval-error", role: "alert" });
     const answer = (decision) => async () => {
-      for (const b of buttons.querySelectorAll("button")) b.disabled = true;
+      const body = { decision };
+      if (decision === "allow_always") {
+        body.remember = alwaysBox.scope();
+        body.rule = always[body.remember].rule; // exactly the text on the card
+      }
+      for (const b of card.querySelectorAll(".buttons button, .always input")) b.disabled = true;
+      problem.classList.add("hidden");
       try {
-        await api("POST", "/api/permissions/" + encodeURIComponent(id), { decision });
-        resolveApproval(id, decision);
+        const res = await api("POST", "/api/permissions/" + encodeURIComponent(id), body);
+        resolveApproval(id, decision, res && res.remembered);
       } catch (err) {
-        for (const b of buttons.querySelectorAll("button")) b.disabled = false;
-        showError("Could not send the answer", err.message);
+        for (const b of card.querySelectorAll(".buttons button, .always input")) b.disabled = !!b.hasAttribute("data-unavailable");
+        setVisible(problem, "Could not send the answer: " + err.message, "text");
+        problem.setAttribute("data-status", String(err.status || ""));
+        problem.classList.remove("hidden");
       }
     };
     buttons.append(
       el("button", { type: "button", class: "allow", testid: "approve-button", text: "Allow", onclick: answer("allow") }),
       el("button", { type: "button", class: "allow-run", testid: "approve-run-button", text: "Allow for this run", onclick: answer("allow_run") }),
+      always ? el("button", { type: "button", class: "allow-always", testid: "always-button", text: "Always allow", title: "Allow this call and write the rule shown above to the settings file chosen there", onclick: answer("allow_always") }) : null,
       el("button", { type: "button", class: "deny", testid: "deny-button", text: "Deny", onclick: answer("deny") }),
     );
+    if (alwaysBox) buttons.before(alwaysBox.node);
+    buttons.after(problem);
     const host = state.cards[id];
     if (host) {
-      host.insertBefore(card, host.querySelector('[data-testid="tool-output"]'));
+      host.insertBefore(card, part(host, "tool-output"));
       scroll();
     } else {
-      closeText();
-      add(card);
+      place(card, data.parent_tool_call_id);
     }
   }
 
-  function resolveApproval(id, decision) {
+  // "Always allow": the rule it writes, exactly, and where (a choice).
+  let alwaysGroups = 0;
+  function alwaysView(id, always) {
+    const rule = el("pre", { class: "rule", testid: "always-rule", tabindex: "0" });
+    const file = el("code", { class: "rule-file", testid: "always-file" });
+    const note = el("div", { class: "rule-note hidden", testid: "always-note" });
+    let scope = always[always.default] && always[always.default].available ? always.default : "user";
+    const choices = el("div", { class: "always-scopes" });
+    const names = { local: "this folder (.smoke/config.local.yaml)", user: "all my folders (user settings)" };
+    const group = "always-scope-" + (++alwaysGroups);
+    for (const which of ["local", "user"]) {
+      const option = always[which];
+      const input = el("input", { type: "radio", name: group, value: which, testid: "always-scope-" + which,
+        checked: which === scope, disabled: !option.available, "data-unavailable": option.available ? null : "true" });
+      input.addEventListener("change", () => { if (input.checked) { scope = which; show(); } });
+      choices.append(el("label", { class: "always-scope" + (option.available ? "" : " unavailable"), title: option.note || "" }, [input, " " + names[which]]));
+    }
+    function show() {
+      const option = always[scope];
+      setVisible(rule, option.rule, "strict");
+      rule.setAttribute("data-scope", scope);
+      rule.setAttribute("data-length", String(option.rule.length));
+      file.textContent = "";
+      file.append(visible(option.file, "strict"));
+      const notes = [];
+      if (always.local.note) notes.push(always.local.note + ".");
+      if (always.broad) notes.push("⚠ This rule has no argument: it allows every call of this tool, whatever its input.");
+      setVisible(note, notes.join(" "), "text");
+      note.classList.toggle("hidden", !notes.length);
+    }
+    show();
+    const node = el("div", { class: "always", testid: "always", "data-broad": always.broad ? "true" : null }, [
+      el("div", { class: "always-head" }, ["“Always allow” writes this allow rule, so later runs do not ask again:"]),
+      rule,
+      choices,
+      el("div", { class: "always-where" }, ["to ", file]),
+      note,
+    ]);
+    return { node, scope: () => scope };
+  }
+
+  function resolveApproval(id, decision, remembered) {
     for (const card of document.querySelectorAll('[data-testid="approval-card"]')) {
-      if (card.getAttribute("data-tool-call-id") !== id || card.classList.contains("resolved")) continue;
+      if (card.getAttribute("data-tool-call-id") !== id) continue;
+      if (card.classList.contains("resolved")) {
+        // the page that answered already showed the decision; the event may add the rule written
+        if (remembered && !card.querySelector('[data-testid="approval-remembered"]')) card.append(rememberedView(remembered));
+        continue;
+      }
       card.classList.add("resolved");
       card.setAttribute("data-decision", decision);
       for (const b of card.querySelectorAll(".buttons button")) b.remove();
-      const words = { allow: "Allowed", allow_run: "Allowed for this run", deny: "Denied" };
+      for (const node of card.querySelectorAll('[data-testid="always"], [data-testid="approval-error"]')) node.remove();
+      const words = { allow: "Allowed", allow_run: "Allowed for this run", allow_always: "Always allowed", deny: "Denied" };
       card.append(el("div", { class: "decision decision-" + cssToken(decision), testid: "approval-decision", text: words[decision] || decision }));
+      if (remembered) card.append(rememberedView(remembered));
     }
+  }
+
+  function rememberedView(remembered) {
+    const node = el("div", { class: "remembered", testid: "approval-remembered" }, [
+      "Rule ", el("code", { testid: "remembered-rule" }, [visible(remembered.rule, "strict")]),
+      " written to ", el("code", { testid: "remembered-file" }, [visible(remembered.file, "strict")]),
+    ]);
+    if (remembered.shown && remembered.shown !== remembered.rule) {
+      node.append(el("div", { class: "warning", text: "⚠ This differs from the rule the card showed; check the file (smoke permissions lists every rule)." }));
+    }
+    return node;
   }
 
   function questionCard(data) {
@@ -676,11 +903,10 @@
     ]);
     const host = state.cards[id];
     if (host) {
-      host.insertBefore(card, host.querySelector('[data-testid="tool-output"]'));
+      host.insertBefore(card, part(host, "tool-output"));
       scroll();
     } else {
-      closeText();
-      add(card);
+      place(card, data.parent_tool_call_id);
     }
   }
 
@@ -755,6 +981,7 @@
       setStatus("running");
     },
     "text.thought": (ev) => {
+      if (isChild(ev)) return subagentText(ev.type, ev);
       if (!state.thoughtEl) {
         const body = el("div", { class: "thought-body" });
         state.textEl = null;
@@ -766,6 +993,7 @@
       scroll();
     },
     "text.delta": (ev) => {
+      if (isChild(ev)) return subagentText(ev.type, ev);
       // streamed as plain text; text.end replaces it with the rendered Markdown
       if (!state.textEl) {
         state.textEl = add(el("div", { class: "msg assistant streaming", testid: "assistant-message" }));
@@ -776,6 +1004,7 @@
       scroll();
     },
     "text.end": (ev) => {
+      if (isChild(ev)) return subagentText(ev.type, ev);
       const html = ev.ui && ev.ui.html;
       if (state.textEl) {
         if (ev.data.text || html) insertMarkdown(state.textEl, html, ev.data.text);
@@ -787,7 +1016,8 @@
       closeText();
       scroll();
     },
-    "text.discarded": () => {
+    "text.discarded": (ev) => {
+      if (isChild(ev)) return subagentText(ev.type, ev);
       // The provider call is retried: drop what was streamed so far.
       if (state.textEl) state.textEl.remove();
       if (state.thoughtEl && state.thoughtEl.parentNode) state.thoughtEl.parentNode.remove();
@@ -798,17 +1028,30 @@
     "tool.progress": (ev) => { onToolProgress(ev.data); },
     "tool.completed": (ev) => { onToolCompleted(ev.data); },
     "permission.required": (ev) => { approvalCard(ev.data, ev.ui); },
-    "permission.resolved": (ev) => { resolveApproval(ev.data.tool_call_id, ev.data.decision); },
+    "permission.resolved": (ev) => { resolveApproval(ev.data.tool_call_id, ev.data.decision, ev.ui && ev.ui.remembered); },
     "ask_user.required": (ev) => { questionCard(ev.data); },
     "ask_user.response": (ev) => { resolveQuestion(ev.data.tool_call_id, ev.data.text); },
     "usage.updated": (ev) => { setUsage(ev.data.usage); },
     "phase.changed": (ev) => { $("run-phase").textContent = ev.data.phase || ""; },
-    "todo.updated": (ev) => { renderTodos(ev.data.todos); },
+    "todo.updated": (ev) => {
+      if (isChild(ev)) return; // the sidebar holds the run's own plan, not a subagent's
+      renderTodos(ev.data.todos);
+    },
     "run.warning": (ev) => {
       const e = ev.data.error || {};
       const retry = typeof ev.data.retry_in_ms === "number" ? " — retrying in " + (ev.data.retry_in_ms / 1000).toFixed(1) + " s" : "";
+      if (isChild(ev)) {
+        subagentBox(ev.data.parent_tool_call_id).body.append(
+          el("div", { class: "note note-warning", testid: "warning-card" }, [visible("⚠️ " + (e.message || "warning") + retry, "text")]));
+        scroll();
+        return;
+      }
       note("⚠️ " + (e.message || "warning") + retry, "warning").setAttribute("data-testid", "warning-card");
     },
+    "subagent.started": (ev) => { if (isChild(ev)) subagentStarted(ev.data); },
+    "subagent.completed": (ev) => { if (isChild(ev)) subagentEnded(ev.data, "completed"); },
+    "subagent.failed": (ev) => { if (isChild(ev)) subagentEnded(ev.data, "failed"); },
+    "subagent.interrupted": (ev) => { if (isChild(ev)) subagentEnded(ev.data, "interrupted"); },
     "compaction.completed": (ev) => {
       note("🗜️ Older turns summarised (" + ev.data.messages_before + " → " + ev.data.messages_after + " messages)");
     },
