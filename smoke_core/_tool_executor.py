@@ -303,6 +303,7 @@ class ToolExecutor:
         if decision == "deny":
             return False
         suggested = gate.rule_for(request) if request.kind == "tool" else None
+        suggested_user = gate.rule_for(request, absolute=True) if request.kind == "tool" else None
         self.emit(
             "permission.required",
             {
@@ -314,6 +315,7 @@ class ToolExecutor:
                 "presentation": presentation,
                 "tool_kind": request.tool_kind,
                 "suggested_rule": suggested,
+                "suggested_rule_user": suggested_user,
             },
         )
         answer = await self.pauses.wait(request.tool_call_id)
