@@ -1,9 +1,11 @@
 """``HTTPProvider``: what every JSON-over-HTTP provider adapter shares.
 
 The key check, the headers, one ``httpx.AsyncClient`` per event loop, the
-timeouts (``idle_timeout`` bounds silence on an open stream), the POST and
-its failure classification (:mod:`smoke_core._http_errors`), and the dispatch
-between an event stream and a plain JSON body. An adapter (smoke-provider-
+timeouts (``idle_timeout`` bounds silence on an open stream), the bounds of a
+response (:class:`ResponseLimits`: a total deadline, a no-progress timeout, a
+cap on its bytes and on one SSE line), the POST and its failure
+classification (:mod:`smoke_core._http_errors`), and the dispatch between an
+event stream and a plain JSON body. An adapter (smoke-provider-
 openai, smoke-provider-anthropic, or a third-party one) supplies the wire
 format through its public override points: ``url``, ``build_body``,
 ``auth_headers``, ``protocol_headers``, ``read_sse`` and ``parse_body``
@@ -16,19 +18,35 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from ._errors import AgentError
 from ._http_errors import http_error, redirect_error, transport_error
-from .providers import ApiKey, ModelRequest, ProviderEvent, resolve_api_key
+from ._http_limits import ERROR_BODY_LIMIT, ResponseBudget, ResponseLimits, budget_of
+from .providers import (
+    ApiKey,
+    ModelRequest,
+    ProviderEvent,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallRequest,
+    resolve_api_key,
+)
 
 if TYPE_CHECKING:
     import httpx
+    from httpx_sse import ServerSentEvent
 
 DEFAULT_IDLE_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_REQUEST_TIMEOUT = 600.0
+
+#: settings keys (``request.settings``) that :class:`HTTPProvider` consumes itself
+TRANSPORT_SETTINGS = frozenset({
+    "stream", "idle_timeout", "connect_timeout", "request_timeout", "extra_headers", "extra_body",
+    "response_timeout", "progress_timeout", "max_response_bytes", "max_line_bytes",
+})
 
 _ssl_context: Any = None
 
@@ -48,9 +66,12 @@ class HTTPProvider:
 
     ``idle_timeout``: seconds without a byte on an open stream before the
     call fails with ``provider_timeout`` (also settable per request through
-    ``settings["idle_timeout"]``). ``request_timeout`` bounds a non-streamed
-    call. One ``httpx.AsyncClient`` per instance and event loop, created on
-    first use; release it with :meth:`aclose` (``agent.aclose()`` does it).
+    ``settings["idle_timeout"]``). ``request_timeout``: seconds without a
+    byte while a non-streamed call is answered. ``response_timeout``,
+    ``progress_timeout``, ``max_response_bytes`` and ``max_line_bytes`` bound
+    every response (:class:`ResponseLimits`). One ``httpx.AsyncClient`` per
+    instance and event loop, created on first use; release it with
+    :meth:`aclose` (``agent.aclose()`` does it).
     """
 
     #: ``build_body(request, *, model, stream, settings) -> dict``: the wire body.
@@ -72,6 +93,10 @@ class HTTPProvider:
         headers: dict[str, str] | None = None,
         supports_images: bool = True,
         price_as: str | None = None,
+        response_timeout: float | None = None,
+        progress_timeout: float | None = None,
+        max_response_bytes: int | None = None,
+        max_line_bytes: int | None = None,
     ) -> None:
         self.name = name
         #: price calls as this ``genai-prices`` provider (a gateway or proxy in front of it)
@@ -87,6 +112,11 @@ class HTTPProvider:
         self.connect_timeout = float(connect_timeout)
         self.request_timeout = float(request_timeout)
         self.headers = dict(headers or {})
+        #: the bounds of every response (per request: the same names in ``settings``)
+        self.limits = ResponseLimits().override({
+            "response_timeout": response_timeout, "progress_timeout": progress_timeout,
+            "max_response_bytes": max_response_bytes, "max_line_bytes": max_line_bytes,
+        })
         self._api_key = api_key
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
@@ -105,9 +135,26 @@ class HTTPProvider:
         raise NotImplementedError
 
     def read_sse(self, response: httpx.Response) -> AsyncIterator[ProviderEvent]:
-        """The neutral events of a ``text/event-stream`` response (use
-        ``httpx_sse.EventSource(response)``; raise ``AgentError`` for in-band errors)."""
+        """The neutral events of a ``text/event-stream`` response (iterate
+        :meth:`sse_events`; raise ``AgentError`` for in-band errors)."""
         raise NotImplementedError
+
+    def sse_events(self, response: httpx.Response) -> AsyncGenerator[ServerSentEvent, None]:
+        """The server-sent events of ``response``, each line bounded by
+        ``max_line_bytes`` (``httpx_sse.EventSource(response).aiter_sse()``
+        works too, with the raw-byte bounds only)."""
+        budget = budget_of(response)
+        if budget is None:
+            budget = ResponseBudget(self.limits, provider=self.name)
+        return budget.sse_events(response)
+
+    def mark_progress(self, response: httpx.Response) -> None:
+        """Tell the no-progress timer that content arrived which yields no
+        event yet (a tool-call argument fragment). Text, reasoning and tool
+        calls that ``read_sse`` yields count by themselves."""
+        budget = budget_of(response)
+        if budget is not None:
+            budget.progress()
 
     def parse_body(self, raw: bytes, ctype: str) -> list[ProviderEvent]:
         """The neutral events of a plain JSON response (a non-streamed call)."""
@@ -187,33 +234,44 @@ class HTTPProvider:
         connect = float(settings.get("connect_timeout") or self.connect_timeout)
         read = idle if streaming else float(settings.get("request_timeout") or self.request_timeout)
         timeout = httpx.Timeout(connect=connect, read=read, write=connect, pool=connect)
+        limits = self.limits.override(settings)
         client = self._client_for_loop()
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        budget = ResponseBudget(limits, provider=self.name)
         phase = "request"
+        response: httpx.Response | None = None
         try:
-            async with client.stream("POST", self.url, content=content, headers=headers, timeout=timeout) as response:
-                if 300 <= response.status_code < 400:
-                    raise redirect_error(response.status_code, response.headers, provider=self.name, url=self.url)
-                if response.status_code >= 400:
-                    raw = await response.aread()
-                    raise http_error(
-                        response.status_code, raw, response.headers, provider=self.name, env_var=self.env_var
-                    )
-                phase = "stream"
-                ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-                if ctype == "text/event-stream":
-                    async for event in self.read_sse(response):
-                        yield event
-                else:
-                    # A non-streamed call, or a server that ignored "stream": true.
-                    raw = await response.aread()
-                    for event in self.parse_body(raw, ctype):
-                        yield event
+            sent = client.build_request("POST", self.url, content=content, headers=headers, timeout=timeout)
+            response = await budget.wait(client.send(sent, stream=True))
+            if 300 <= response.status_code < 400:
+                raise redirect_error(response.status_code, response.headers, provider=self.name, url=self.url)
+            ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+            budget.attach(response, sse=ctype == "text/event-stream")
+            if response.status_code >= 400:
+                raw = await budget.read_body(response, limit=ERROR_BODY_LIMIT)
+                raise http_error(
+                    response.status_code, raw, response.headers, provider=self.name, env_var=self.env_var,
+                    tools_sent=bool(request.tools),
+                )
+            phase = "stream"
+            if ctype == "text/event-stream":
+                async for event in self.read_sse(response):
+                    if _is_progress(event):
+                        budget.progress()
+                    yield event
+            else:
+                # A non-streamed call, or a server that ignored "stream": true.
+                raw = await budget.read_body(response)
+                for event in self.parse_body(raw, ctype):
+                    yield event
         except httpx.HTTPError as exc:
             raise transport_error(
                 exc, provider=self.name, base_url=self.base_url, phase="stream" if streaming else phase,
                 idle_timeout=idle,
             ) from None
+        finally:
+            if response is not None:
+                await response.aclose()
 
     def json_object(self, raw: bytes, ctype: str) -> dict[str, Any]:
         """A response body as a JSON object, or ``provider_error`` saying what it was."""
@@ -248,3 +306,12 @@ class HTTPProvider:
                 details={"provider": self.name, "event": event, "data": data[:500]},
             )
         return payload
+
+
+def _is_progress(event: ProviderEvent) -> bool:
+    """Content: text, reasoning, a tool call. Usage and the finish reason are not."""
+    if type(event) is TextDelta:
+        return bool(event.text)
+    if type(event) is ThoughtDelta:
+        return bool(event.text or event.signature)
+    return type(event) is ToolCallRequest

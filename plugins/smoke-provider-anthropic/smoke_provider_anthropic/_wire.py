@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smoke_core.providers import (
+    TRANSPORT_SETTINGS,
     Finished,
     ModelRequest,
     ProviderEvent,
@@ -20,9 +21,7 @@ from smoke_core.providers import (
 DEFAULT_MAX_TOKENS = 8192
 
 #: Settings the adapter consumes itself; every other setting goes into the body as it is.
-ADAPTER_SETTINGS = frozenset(
-    {"stream", "idle_timeout", "connect_timeout", "request_timeout", "extra_headers", "extra_body", "max_tokens"}
-)
+ADAPTER_SETTINGS = TRANSPORT_SETTINGS | {"max_tokens"}
 
 STOP_REASONS = {
     "end_turn": "stop",
@@ -210,6 +209,8 @@ class StreamAssembler:
     raw_stop: str | None = None
     started: bool = False
     stopped: bool = False
+    #: characters of tool input received so far (progress for the no-progress timeout)
+    argument_chars: int = 0
 
     def feed(self, kind: str, data: dict[str, Any]) -> list[ProviderEvent]:
         out: list[ProviderEvent] = []
@@ -239,7 +240,9 @@ class StreamAssembler:
             elif dtype == "input_json_delta":
                 tool = self.tools.get(int(data.get("index", -1)))
                 if tool is not None:
-                    tool.parts.append(delta.get("partial_json") or "")
+                    part = delta.get("partial_json") or ""
+                    tool.parts.append(part)
+                    self.argument_chars += len(part)
         elif kind == "message_delta":
             delta = data.get("delta") or {}
             if delta.get("stop_reason"):

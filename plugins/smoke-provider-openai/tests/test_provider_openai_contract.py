@@ -7,7 +7,7 @@ from typing import Any
 
 from smoke_provider_openai import make_provider
 
-from smoke_core.testing import ProviderContract
+from smoke_core.testing import ProviderContract, Reply
 
 _WIRE_FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "content_filter": "content_filter"}
 
@@ -75,3 +75,21 @@ class TestOpenAIContract(ProviderContract):
             err = {"message": "Rate limit reached", "code": 429}  # OpenRouter sends numeric codes
         out.append(f"data: {json.dumps({'error': err})}\n\n".encode())
         return out
+
+    def rejected_tool_call_replies(self, failed_generation: str) -> list[Reply]:
+        groq = {"message": "Failed to call a function. Please adjust your prompt. See 'failed_generation' for more "
+                           "details.", "type": "invalid_request_error", "code": "tool_use_failed",
+                "failed_generation": failed_generation}
+        vllm_message = "Expecting ',' delimiter: line 1 column 54 (char 53)"
+        return [
+            # Groq, streaming: the error arrives inside the 200 stream, after some text
+            self.sse([delta({"role": "assistant", "content": ""}), delta({"content": "Let me look"}),
+                      f"data: {json.dumps({'error': groq})}\n\n".encode()]),
+            # Groq, the same as an HTTP 400
+            Reply.json({"error": groq}, status=400),
+            # vLLM: 400 with the JSON parser's message (old and new error shapes)
+            Reply.json({"error": {"message": vllm_message, "type": "BadRequestError", "param": None, "code": 400}},
+                       status=400),
+            Reply.json({"object": "error", "message": vllm_message, "type": "BadRequestError", "code": 400},
+                       status=400),
+        ]
