@@ -236,6 +236,13 @@ class _Server(http.server.ThreadingHTTPServer):
     block_on_close = False
     fake: FakeProviderServer
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return  # a client that gave up on a reply (a bounded reader, an abort): expected here
+        super().handle_error(request, client_address)
+
 
 class FakeProviderServer:
     """A real HTTP server on 127.0.0.1 (a free port) that plays scripted
@@ -777,7 +784,9 @@ class ProviderContract:
         async with FakeProviderServer([Reply.sse(chunks, interval=0.05)]) as server:
             events = await self._call(server, progress_timeout=0.3)
         calls = [e for e in events if isinstance(e, ToolCallRequest)]
-        assert len(calls) == 1 and json.loads(str(calls[0].arguments)) == {"key": "k" * 10}
+        assert len(calls) == 1
+        args = calls[0].arguments
+        assert (json.loads(args) if isinstance(args, str) else args) == {"key": "k" * 10}
 
     async def test_contract_byte_trickle_hits_response_timeout(self) -> None:
         def trickle() -> Iterator[bytes]:

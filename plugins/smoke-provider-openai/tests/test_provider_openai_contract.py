@@ -93,3 +93,41 @@ class TestOpenAIContract(ProviderContract):
             Reply.json({"object": "error", "message": vllm_message, "type": "BadRequestError", "code": 400},
                        status=400),
         ]
+
+
+class TestOpenAIInlineContract(TestOpenAIContract):
+    """The same contract with tool calls inline: tools offered in the system
+    prompt, calls written as Hermes ``<tool_call>`` text, split across deltas."""
+
+    def make_provider(self, base_url: str, api_key: str | None, **kwargs: Any) -> Any:
+        return make_provider("openai", model=self.model, base_url=base_url, api_key=api_key, tool_calls="inline",
+                             **kwargs)
+
+    def request(self, text: str = "hi", *, tools: list[dict[str, Any]] | None = None,
+                settings: dict[str, Any] | None = None) -> Any:
+        tools = tools or [{"name": n, "description": n, "input_schema": {"type": "object", "properties": {}}}
+                          for n in ("read_file", "grep", "lookup")]
+        return super().request(text, tools=tools, settings=settings)
+
+    def tool_call_stream(self, calls: list[tuple[str, str, list[str]]], *, input_tokens: int = 0,
+                         output_tokens: int = 0) -> list[bytes]:
+        pieces: list[str] = []
+        for _call_id, name, frags in calls:
+            pieces += ["<tool", f'_call>{{"name": "{name}", "arguments": ', *frags, "}</tool_", "call>"]
+        return self.text_stream(pieces, input_tokens=input_tokens, output_tokens=output_tokens)
+
+    async def test_contract_tool_call_assembly(self) -> None:
+        # inline calls carry no ids of their own: check names and arguments, not ids
+        calls = [("call_a", "read_file", ['{"pa', 'th": "a', '.txt"}']), ("call_b", "grep", ["", '{"pattern": ', '"x"}'])]
+        from smoke_core.providers import Finished, ToolCallRequest
+        from smoke_core.testing import FakeProviderServer
+
+        async with FakeProviderServer([self.sse(self.tool_call_stream(calls))]) as server:
+            events = await self._call(server)
+        got = [e for e in events if isinstance(e, ToolCallRequest)]
+        assert [(c.name, c.arguments) for c in got] == [("read_file", {"path": "a.txt"}), ("grep", {"pattern": "x"})]
+        assert isinstance(events[-1], Finished) and events[-1].reason == "tool_calls"
+
+    def rejected_tool_call_replies(self, failed_generation: str) -> list[Reply]:
+        # no tools parameter is sent inline, so a JSON parser's 400 is not about a tool call; Groq's code still is
+        return super().rejected_tool_call_replies(failed_generation)[:2]

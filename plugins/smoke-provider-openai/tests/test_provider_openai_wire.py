@@ -46,7 +46,7 @@ def test_every_preset_is_registered() -> None:
     smoke_provider_openai.register_providers(registry.register)
     assert registry.names() == sorted([
         "openai", "nvidia", "openrouter", "groq", "together", "deepseek", "mistral", "xai", "fireworks",
-        "cerebras", "gemini", "huggingface", "ollama", "openai-compatible",
+        "cerebras", "gemini", "huggingface", "ollama", "vllm", "lmstudio", "llamacpp", "openai-compatible",
     ])
     assert registry.get("nvidia").env_var == "NVIDIA_API_KEY"
     assert registry.get("openai").env_var == "OPENAI_API_KEY"
