@@ -772,21 +772,21 @@ class ProviderContract:
         assert exc.info.code == "provider_timeout" and exc.info.details["limit"] == "progress_timeout"
 
     async def test_contract_text_keeps_a_stream_alive_past_progress_timeout(self) -> None:
-        # content every 0.05 s for ~0.6 s: twice the progress timeout in total, never a gap that long
-        chunks = self.text_stream([f"w{i} " for i in range(12)])
-        async with FakeProviderServer([Reply.sse(chunks, interval=0.05)]) as server:
-            events = await self._call(server, progress_timeout=0.3)
-        assert _text(events) == "".join(f"w{i} " for i in range(12))
+        # content every 0.04 s for ~0.9 s: longer than the progress timeout in total, never a gap that long
+        chunks = self.text_stream([f"w{i} " for i in range(22)])
+        async with FakeProviderServer([Reply.sse(chunks, interval=0.04)]) as server:
+            events = await self._call(server, progress_timeout=0.6)
+        assert _text(events) == "".join(f"w{i} " for i in range(22))
 
     async def test_contract_tool_arguments_are_progress(self) -> None:
-        fragments = ['{"key": "', *["k"] * 10, '"}']
+        fragments = ['{"key": "', *["k"] * 20, '"}']
         chunks = self.tool_call_stream([("call_slow", "lookup", fragments)])
-        async with FakeProviderServer([Reply.sse(chunks, interval=0.05)]) as server:
-            events = await self._call(server, progress_timeout=0.3)
+        async with FakeProviderServer([Reply.sse(chunks, interval=0.04)]) as server:
+            events = await self._call(server, progress_timeout=0.6)
         calls = [e for e in events if isinstance(e, ToolCallRequest)]
         assert len(calls) == 1
         args = calls[0].arguments
-        assert (json.loads(args) if isinstance(args, str) else args) == {"key": "k" * 10}
+        assert (json.loads(args) if isinstance(args, str) else args) == {"key": "k" * 20}
 
     async def test_contract_byte_trickle_hits_response_timeout(self) -> None:
         def trickle() -> Iterator[bytes]:

@@ -13,11 +13,12 @@ from smoke_core.providers import (
     AgentError,
     ApiKey,
     HTTPProvider,
+    ModelRequest,
     ProviderEvent,
     in_band_error,
 )
 
-from ._wire import StreamAssembler, build_body, events_from_message
+from ._wire import StreamAssembler, add_cache_breakpoints, build_body, events_from_message
 
 if TYPE_CHECKING:
     import httpx
@@ -30,7 +31,9 @@ class AnthropicProvider(HTTPProvider):
     ``idle_timeout``, ``connect_timeout``, ``request_timeout``, ``headers``,
     ``supports_images``, ``price_as`` and the response bounds
     (``response_timeout``, ``progress_timeout``, ``max_response_bytes``,
-    ``max_line_bytes``). One ``httpx.AsyncClient`` per instance, created on
+    ``max_line_bytes``). ``prompt_cache`` (on by default) marks
+    ``cache_control`` breakpoints (``prompt_cache_ttl``: ``"5m"`` or ``"1h"``).
+    One ``httpx.AsyncClient`` per instance, created on
     first use; release it with :meth:`aclose` (``agent.aclose()`` does it).
     """
 
@@ -44,6 +47,8 @@ class AnthropicProvider(HTTPProvider):
         env_var: str | None = "ANTHROPIC_API_KEY",
         anthropic_version: str = "2023-06-01",
         key_required: bool = True,
+        prompt_cache: bool = True,
+        prompt_cache_ttl: str | None = None,
         **options: Any,
     ) -> None:
         super().__init__(
@@ -51,6 +56,11 @@ class AnthropicProvider(HTTPProvider):
             key_required=key_required, **options,
         )
         self.anthropic_version = anthropic_version
+        #: ``cache_control`` breakpoints on the tools, the system prompt and the end of the conversation
+        self.prompt_cache = bool(prompt_cache)
+        if prompt_cache_ttl not in (None, "5m", "1h"):
+            raise ValueError(f"prompt_cache_ttl: expected '5m', '1h' or None, got {prompt_cache_ttl!r}")
+        self.prompt_cache_ttl = prompt_cache_ttl
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(model={self.model!r}, base_url={self.base_url!r})"
@@ -60,7 +70,11 @@ class AnthropicProvider(HTTPProvider):
         root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
         return f"{root}/v1/messages"
 
-    build_body = staticmethod(build_body)
+    def build_body(self, request: ModelRequest, *, model: str, stream: bool, settings: dict[str, Any]) -> dict[str, Any]:
+        body = build_body(request, model=model, stream=stream, settings=settings)
+        if self.prompt_cache:
+            add_cache_breakpoints(body, ttl=self.prompt_cache_ttl)
+        return body
 
     def protocol_headers(self) -> dict[str, str]:
         return {"anthropic-version": self.anthropic_version}

@@ -135,6 +135,67 @@ def build_body(request: ModelRequest, *, model: str, stream: bool, settings: dic
     return body
 
 
+#: the API accepts at most this many ``cache_control`` breakpoints per request
+MAX_CACHE_BREAKPOINTS = 4
+_UNCACHEABLE = frozenset({"thinking", "redacted_thinking"})
+
+
+def add_cache_breakpoints(body: dict[str, Any], *, ttl: str | None = None) -> dict[str, Any]:
+    """Mark the prompt-cache breakpoints (at most 4): the last tool, the system
+    prompt, the last block of the conversation (its moving end) and the last
+    block of the user turn before it, so the next request, which appends to
+    this one, reads everything up to there from the cache. Blocks that
+    already carry ``cache_control`` (set by the caller) count and are kept."""
+    marker: dict[str, Any] = {"type": "ephemeral"}
+    if ttl:
+        marker["ttl"] = ttl
+    used = _count_breakpoints(body)
+    targets: list[dict[str, Any]] = []
+    tools = body.get("tools") or []
+    if tools and isinstance(tools[-1], dict):
+        targets.append(tools[-1])
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        body["system"] = [{"type": "text", "text": system}]
+    if isinstance(body.get("system"), list) and body["system"]:
+        targets.append(body["system"][-1])
+    messages = body.get("messages") or []
+    last = _last_cacheable(messages[-1]) if messages else None
+    if last is not None:
+        targets.append(last)
+    earlier_users = [m for m in messages[:-1] if m.get("role") == "user"]
+    previous = _last_cacheable(earlier_users[-1]) if earlier_users else None
+    if previous is not None:
+        targets.append(previous)
+    for block in targets:
+        if used >= MAX_CACHE_BREAKPOINTS:
+            break
+        if "cache_control" not in block:
+            block["cache_control"] = dict(marker)
+            used += 1
+    return body
+
+
+def _last_cacheable(message: dict[str, Any]) -> dict[str, Any] | None:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return None
+    for block in reversed(content):
+        if isinstance(block, dict) and block.get("type") not in _UNCACHEABLE and not (
+            block.get("type") == "text" and not block.get("text")
+        ):
+            return block
+    return None
+
+
+def _count_breakpoints(value: Any) -> int:
+    if isinstance(value, dict):
+        return ("cache_control" in value) + sum(_count_breakpoints(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_count_breakpoints(v) for v in value)
+    return 0
+
+
 # ---------------------------------------------------------------- response
 
 

@@ -151,14 +151,15 @@ async def test_thinking_stream_and_signature_round_trip(tmp_path: Path) -> None:
     assert result.text == "Done"
     assert [e.data["text"] for e in events if e.type == "text.thought"] == ["Need ", "the file."]
     body = server.requests[1].json
-    assert body["system"] == "S"
+    assert body["system"] == [{"type": "text", "text": "S", "cache_control": {"type": "ephemeral"}}]
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
     assert body["messages"][1] == {"role": "assistant", "content": [
         {"type": "thinking", "thinking": "Need the file.", "signature": "SIG=="},
         {"type": "tool_use", "id": "toolu_1", "name": "peek", "input": {}},
     ]}
     assert body["messages"][2] == {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "peeked", "is_error": False}]}
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "peeked", "is_error": False,
+         "cache_control": {"type": "ephemeral"}}]}
 
 
 async def test_nonstream_thinking_and_cache_usage() -> None:

@@ -149,10 +149,12 @@ def usage_from(data: dict[str, Any] | None) -> Usage | None:
         return None
     prompt_details = data.get("prompt_tokens_details") or {}
     completion_details = data.get("completion_tokens_details") or {}
+    # DeepSeek reports cache hits beside the usage, not in prompt_tokens_details
+    cached = prompt_details.get("cached_tokens") or data.get("prompt_cache_hit_tokens") or 0
     return Usage(
         input_tokens=int(data.get("prompt_tokens") or 0),
         output_tokens=int(data.get("completion_tokens") or 0),
-        cache_read_tokens=int(prompt_details.get("cached_tokens") or 0),
+        cache_read_tokens=int(cached),
         reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
     )
 
