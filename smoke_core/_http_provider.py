@@ -18,12 +18,19 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from ._errors import AgentError
 from ._http_errors import http_error, redirect_error, transport_error
 from ._http_limits import ERROR_BODY_LIMIT, ResponseBudget, ResponseLimits, budget_of
+from ._model_facts import (
+    DEFAULT_CONTEXT_WINDOW,
+    ModelFacts,
+    facts_from_models_entry,
+    genai_prices_context_window,
+)
 from .providers import (
     ApiKey,
     ModelRequest,
@@ -97,6 +104,8 @@ class HTTPProvider:
         progress_timeout: float | None = None,
         max_response_bytes: int | None = None,
         max_line_bytes: int | None = None,
+        context_window: int | None = None,
+        max_output_tokens: int | None = None,
     ) -> None:
         self.name = name
         #: price calls as this ``genai-prices`` provider (a gateway or proxy in front of it)
@@ -120,6 +129,12 @@ class HTTPProvider:
         self._api_key = api_key
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        for label, value in (("context_window", context_window), ("max_output_tokens", max_output_tokens)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+                raise ValueError(f"{label} must be a positive number of tokens, got {value!r}")
+        self._facts_options = (context_window, max_output_tokens)
+        # what the server's /models said, per model (shared with with_model() clones: one server)
+        self._server_facts: dict[str, tuple[int | None, int | None]] = {}
 
     # ------------------------------------------------------------ adapter surface
 
@@ -184,6 +199,79 @@ class HTTPProvider:
             self._client = httpx.AsyncClient(follow_redirects=False, verify=shared_ssl_context())
             self._client_loop = loop
         return self._client
+
+    # ------------------------------------------------------------ model facts
+
+    @property
+    def models_url(self) -> str:
+        """Where the server lists its models (``GET``); override for another path."""
+        return f"{self.base_url}/models"
+
+    def model_facts(self, model: str | None = None) -> ModelFacts:
+        """The context window and maximum output of ``model`` (default: this
+        provider's): the options, else what :meth:`fetch_model_facts` learnt
+        from the server, else ``genai-prices``, else the documented default
+        (:mod:`smoke_core._model_facts`)."""
+        model = model or self.model
+        option_window, option_output = self._facts_options
+        server_window, server_output = self._server_facts.get(model, (None, None))
+        output = option_output or server_output
+        if option_window:
+            return ModelFacts(model, option_window, output, "options")
+        if server_window:
+            return ModelFacts(model, server_window, output, "server")
+        window, _ = genai_prices_context_window(model, base_url=self.base_url, price_as=self.price_as)
+        if window:
+            return ModelFacts(model, window, output, "genai-prices")
+        return ModelFacts(model, DEFAULT_CONTEXT_WINDOW, output, "default")
+
+    @property
+    def context_window(self) -> int:
+        """The model's context window in tokens (:meth:`model_facts`)."""
+        return self.model_facts().context_window
+
+    @property
+    def max_output_tokens(self) -> int | None:
+        """The model's maximum output in tokens when known (:meth:`model_facts`)."""
+        return self.model_facts().max_output_tokens
+
+    async def fetch_model_facts(self, model: str | None = None) -> ModelFacts:
+        """Ask the server (``GET models_url``) for ``model``'s limits, remember
+        them, and return :meth:`model_facts`. A server that cannot say (no
+        such endpoint, no such fields, not reachable) leaves the other sources;
+        the reason is logged at debug level and nothing is raised."""
+        import httpx
+
+        model = model or self.model
+        headers = {"accept": "application/json", **self.protocol_headers(), **self.headers}
+        key = resolve_api_key(self._api_key, self.name, self.user_id, self.env_var)
+        if key:
+            headers.update(self.auth_headers(key))
+        timeout = httpx.Timeout(self.connect_timeout)
+        budget = ResponseBudget(ResponseLimits(response_timeout=max(self.connect_timeout, 1.0)), provider=self.name)
+        response: httpx.Response | None = None
+        try:
+            sent = self._client_for_loop().build_request("GET", self.models_url, headers=headers, timeout=timeout)
+            response = await budget.wait(self._client_for_loop().send(sent, stream=True))
+            budget.attach(response, sse=False)
+            raw = await budget.read_body(response, limit=4 * 1024 * 1024)
+            if response.status_code != 200:
+                raise ValueError(f"HTTP {response.status_code}")
+            data = json.loads(raw)
+            entries = data.get("data") if isinstance(data, dict) else data
+            entry = next((e for e in entries or [] if isinstance(e, dict) and e.get("id") == model), None)
+            if entry is None:
+                raise ValueError(f"{model!r} is not in the list")
+            facts = facts_from_models_entry(entry)
+            if facts != (None, None):
+                self._server_facts[model] = facts
+        except (httpx.HTTPError, AgentError, ValueError, TypeError, AttributeError) as exc:
+            logging.getLogger("smoke").debug("smoke: %s at %s told nothing about %s: %s", self.name,
+                                             self.models_url, model, exc)
+        finally:
+            if response is not None:
+                await response.aclose()
+        return self.model_facts(model)
 
     def with_model(self, model: str) -> HTTPProvider:
         """The same endpoint, key and settings with another model (for subagents)."""

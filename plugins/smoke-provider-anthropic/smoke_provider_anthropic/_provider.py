@@ -76,6 +76,10 @@ class AnthropicProvider(HTTPProvider):
             add_cache_breakpoints(body, ttl=self.prompt_cache_ttl)
         return body
 
+    @property
+    def models_url(self) -> str:
+        return self.url.rsplit("/", 1)[0] + "/models"
+
     def protocol_headers(self) -> dict[str, str]:
         return {"anthropic-version": self.anthropic_version}
 

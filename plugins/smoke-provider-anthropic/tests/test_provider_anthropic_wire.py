@@ -223,3 +223,18 @@ async def test_in_band_error_types(etype: str, code: str) -> None:
             await provider.aclose()
     assert caught.value.info.code == code
     assert caught.value.info.details["in_band"] is True
+
+
+async def test_model_facts_from_genai_prices_and_the_models_endpoint() -> None:
+    provider = make_provider(model="claude-sonnet-4-5", api_key="k")
+    assert (provider.context_window, provider.model_facts().source) == (200_000, "genai-prices")
+    listing = {"data": [{"type": "model", "id": "claude-x", "display_name": "X", "max_input_tokens": 1_000_000,
+                         "max_output_tokens": 64_000}]}
+    async with FakeProviderServer([Reply.json(listing)]) as server:
+        provider = make_provider(model="claude-x", base_url=server.url, api_key="k")
+        try:
+            facts = await provider.fetch_model_facts()
+        finally:
+            await provider.aclose()
+    assert server.requests[0].path == "/v1/models" and server.requests[0].headers["x-api-key"] == "k"
+    assert (facts.context_window, facts.max_output_tokens, facts.source) == (1_000_000, 64_000, "server")

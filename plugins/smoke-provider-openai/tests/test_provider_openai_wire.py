@@ -297,3 +297,12 @@ async def test_retry_after_ms_header() -> None:
             await provider.aclose()
     assert caught.value.info.code == "provider_rate_limited"
     assert caught.value.info.details["retry_after"] == 1.5
+
+
+def test_the_provider_door_resolves_every_name_it_lists() -> None:
+    import smoke_core.providers as door
+
+    for name in door.__all__:
+        assert getattr(door, name) is not None, name
+    for name in ("ResponseLimits", "ModelFacts", "model_facts", "rejected_tool_call", "TRANSPORT_SETTINGS"):
+        assert name in door.__all__
