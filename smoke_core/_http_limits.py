@@ -105,11 +105,6 @@ class ResponseBudget:
         to_stall = self.last_progress + self.limits.progress_timeout - now
         return (to_deadline, "deadline") if to_deadline <= to_stall else (to_stall, "progress")
 
-    def check_time(self) -> None:
-        left, which = self._remaining()
-        if left <= 0:
-            raise self.timeout_error(which)
-
     async def wait(self, awaitable: Awaitable[T]) -> T:
         """``await awaitable``, bounded by the deadline and the progress timeout."""
         left, which = self._remaining()
@@ -261,8 +256,7 @@ def _bounded_stream_class() -> Any:
                     chunk = await budget.wait(iterator.__anext__())
                 except StopAsyncIteration:
                     return
-                budget.count_raw(len(chunk))
-                budget.check_time()  # keep-alives keep bytes coming; they do not move progress
+                budget.count_raw(len(chunk))  # time: wait() checks before every read (keep-alives are no progress)
                 if self.lines:
                     self._count_line(chunk)
                 yield chunk

@@ -1063,6 +1063,11 @@ class ProviderContract:
             warnings = [e.data["error"] for e in events if e.type == "run.warning"]
             assert [w["code"] for w in warnings] == ["tool_invalid_input"], n
             assert len(server.requests) == 3
+            # text streamed before the rejection is withdrawn before the warning
+            types = self._types(events)
+            before = types[: types.index("run.warning")]
+            if "text.delta" in before:
+                assert "text.discarded" in before, n
             # the model was told what failed before it was asked again
             retry = json.dumps(server.requests[1].json)
             assert "rejected" in retry
