@@ -173,6 +173,14 @@ def summary(d: dict[str, Any]) -> tuple[str, list[str]]:
             "below pydantic-ai", ot["verdicts"]["below_pydantic_ai_instrumented"],
             f"pydantic-ai instrumented {_v(pi)}; plain {_v((pa.get('pydantic-ai') or {}).get('us_per_step'))} µs/step"
             if pi is not None else _err(pa) or "")
+    ca = B.get("cache")
+    if _err(ca):
+        rows.append(["9 Cache", "—", _err(ca), "", "not measured", ""])
+    elif ca is not None:
+        by = {r["adapter"]: r for r in ca["runs"]}
+        add("9 Cache", f"prompt tokens a provider could serve from cache, {ca['steps']}-step run (worst adapter)",
+            f"{ca['worst_share']:.1%}", "≥ 90 %", ca["verdicts"]["share"],
+            "; ".join(f"{a} {r['share']:.1%} ({len(r['prefix_breaks'])} prefix breaks)" for a, r in by.items()))
     return _table(["benchmark", "measure", "Smoke", "target", "verdict", "peers, same run"], rows), misses
 
 
@@ -369,6 +377,22 @@ def sec_otel(ot: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def sec_cache(ca: dict[str, Any]) -> str:
+    rows = [[f"`{r['adapter']}`", r["status"], r["requests"], f"{r['prompt_tokens']:,}", f"{r['cacheable_tokens']:,}",
+             f"**{r['share']:.1%}**", f"{r['share_after_first']:.1%}", ", ".join(map(str, r["prefix_breaks"])) or "none",
+             r["max_cache_markers"]] for r in ca["runs"]]
+    return "\n".join([
+        f"A {ca['steps']}-step scripted run on the demo project (list, read, grep, todo list, run the tests, edit, "
+        "finish) through the real adapters, each against a local server that records the request bodies. Each "
+        "prompt is laid out as providers cache it (tools, system prompt, messages; `cache_control` markers and the "
+        "routing key aside); the part shared with the previous request's prompt counts as cacheable. Share = "
+        f"cacheable ÷ all prompt tokens of the run, the first request counted as uncached; encoding {ca['encoding']}. "
+        "A prefix break is a request that does not start with the whole previous prompt.\n",
+        _table(["adapter", "run", "requests", "prompt tokens", "cacheable tokens", "share", "share after the first",
+                "prefix breaks (request #)", "max `cache_control` markers"], rows),
+    ])
+
+
 SECTIONS = [
     ("startup", "1. Start-up", sec_startup),
     ("loop", "2. Loop overhead", sec_loop),
@@ -377,9 +401,8 @@ SECTIONS = [
     ("prompt", "5. Prompt overhead", sec_prompt),
     ("stream", "6. Streaming", sec_stream),
     ("sandbox", "7. Command sandbox", sec_sandbox),
-
-
     ("otel", "8. OpenTelemetry (smoke-otel)", sec_otel),
+    ("cache", "9. Prompt caching", sec_cache),
 ]
 
 
@@ -453,6 +476,7 @@ def render(d: dict[str, Any]) -> str:
         "python bench/bench_stream.py       # 6: local SSE server, Smoke vs raw httpx-sse",
         "python bench/bench_sandbox.py      # 7: bubblewrap vs unsandboxed: `true`, run_test on the demo project",
         "python bench/bench_otel.py         # 7: smoke-otel vs the plain loop, the SDK floor, pydantic-ai instrumented",
+        "python bench/bench_cache.py        # 8: cacheable share of prompt tokens over a 30-step run (o200k)",
         "python bench/report.py             # re-render this page from bench/results/latest.json",
         "```",
         "",

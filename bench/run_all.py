@@ -34,6 +34,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str], float]] = {
     "stream": ("bench_stream.py", [], ["--reps", "1", "--deltas", "500", "--burst", "5000"], 300),
     "sandbox": ("bench_sandbox.py", [], ["--runs", "10", "--test-runs", "4"], 300),
     "otel": ("bench_otel.py", [], ["--reps", "2", "--peer-reps", "1"], 900),
+    "cache": ("bench_cache.py", [], ["--steps", "12"], 300),
 }
 
 DISTS = ("smoke-core", "smoke-tools-filesystem", "smoke-tools-search", "smoke-tools-terminal", "smoke-tools-git",

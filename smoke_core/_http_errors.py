@@ -10,6 +10,7 @@ depend on it).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,6 +42,17 @@ _CODE_STATUS = {
     "model_not_found": 404,
 }
 _TIMEOUT_CODES = {"timeout", "timeout_error", "request_timeout"}
+
+#: error codes that say "the model's tool call was invalid" (Groq validates calls server-side)
+TOOL_CALL_REJECTED_CODES = frozenset({"tool_use_failed"})
+# What a JSON parser says about the model's unparsable tool-call arguments (vLLM, SGLang and
+# other Python servers answer 400 with json's message; Rust-based ones with serde's).
+_JSON_PARSE_MESSAGE = re.compile(
+    r"^(Expecting (value|property name enclosed in double quotes|',' delimiter|':' delimiter)"
+    r"|Unterminated string starting at|Invalid control character at|Invalid \\escape|Extra data"
+    r"|EOF while parsing|trailing characters at line|key must be a string at line)"
+    r"|JSONDecodeError|is not valid JSON",
+)
 
 
 def retry_after_from(headers: Mapping[str, str]) -> float | None:
@@ -75,10 +87,51 @@ def error_message(body: bytes | str, limit: int = 500) -> tuple[str, dict[str, A
     return text.strip()[:limit], {}
 
 
+def rejected_tool_call(
+    err: Mapping[str, Any], message: str, *, provider: str, status: int | None, tools_sent: bool
+) -> AgentError | None:
+    """``tool_invalid_input`` when the provider refused the *model's* tool call
+    (the loop tells the model and asks again), else None.
+
+    Two forms: an error ``code`` of :data:`TOOL_CALL_REJECTED_CODES` (Groq's
+    ``tool_use_failed``, in a 400 body or inside a 200 stream, with the
+    model's text in ``failed_generation``), and a 400 whose message is a JSON
+    parser's complaint while tools were sent (vLLM and other servers that
+    parse the generated tool-call JSON). Any other error is not the model's
+    mistake and stays what it was."""
+    code = err.get("code")
+    in_band = status is None
+    if isinstance(code, str) and code.lower() in TOOL_CALL_REJECTED_CODES:
+        kind = str(code)
+    elif status == 400 and tools_sent and _JSON_PARSE_MESSAGE.search(message.strip()):
+        kind = "unparsable_tool_call"
+    else:
+        return None
+    failed = err.get("failed_generation")
+    details: dict[str, Any] = {"provider": provider, "error_code": code, "rejected": kind, "in_band": in_band}
+    if status is not None:
+        details["status"] = status
+    if isinstance(failed, str):
+        details["failed_generation"] = failed[:4000]
+    where = "inside the stream" if in_band else f"HTTP {status}"
+    return AgentError.from_code(
+        "tool_invalid_input",
+        f"{provider} rejected the model's tool call ({where}): {message}",
+        hint="The model is told what it sent and asked again; repeated rejections end the run.",
+        details=details,
+    )
+
+
 def http_error(
-    status: int, body: bytes, headers: Mapping[str, str], *, provider: str, env_var: str | None
+    status: int, body: bytes, headers: Mapping[str, str], *, provider: str, env_var: str | None,
+    tools_sent: bool = False,
 ) -> AgentError:
+    """A classified error for an HTTP error answer (``tools_sent``: the request
+    offered tools, so a JSON parser's 400 is about the model's tool call)."""
     message, err = error_message(body)
+    rejected = rejected_tool_call(err, message, provider=provider, status=status, tools_sent=tools_sent)
+    if rejected is not None:
+        return rejected
     details: dict[str, Any] = {}
     for key in ("type", "code", "param"):
         if err.get(key) is not None:
@@ -120,6 +173,9 @@ def in_band_error(err: Any, *, provider: str, env_var: str | None) -> AgentError
     code = err.get("code")
     etype = err.get("type")
     message = str(err.get("message") or etype or code or "unknown error")
+    rejected = rejected_tool_call(err, message, provider=provider, status=None, tools_sent=True)
+    if rejected is not None:
+        return rejected
     raw = (err.get("metadata") or {}).get("raw") if isinstance(err.get("metadata"), dict) else None
     if raw:
         message = f"{message}: {raw}"

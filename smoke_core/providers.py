@@ -3,9 +3,11 @@
 Everything a provider adapter needs is importable from here: the contract
 (:class:`Provider`, :class:`ModelRequest`, the stream events, :class:`Usage`,
 :class:`RetryPolicy`, :data:`ApiKey`) and, for JSON-over-HTTP APIs,
-:class:`HTTPProvider` with its public override points and the failure
-classifiers (``http_error``, ``in_band_error``, ``transport_error``,
-``redirect_error``), imported on first use.
+:class:`HTTPProvider` with its public override points, the bounds of a
+response (:class:`ResponseLimits`) and the failure classifiers
+(``http_error``, ``in_band_error``, ``transport_error``, ``redirect_error``,
+``rejected_tool_call``), imported on first use; and a model's limits
+(:func:`model_facts` → :class:`ModelFacts`: context window, maximum output).
 
 A provider turns a :class:`ModelRequest` into an async stream of neutral
 events: :class:`TextDelta`, :class:`ThoughtDelta`, :class:`ToolCallRequest`,
@@ -26,12 +28,45 @@ from typing import Any, Protocol, runtime_checkable
 from ._errors import AgentError, AgentErrorInfo
 from ._messages import Message
 
-__all__ = [  # noqa: F822 (the provider-author names of http_provider / http_errors are lazy)
-    "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_IDLE_TIMEOUT", "DEFAULT_REQUEST_TIMEOUT",
-    "AgentError", "AgentErrorInfo", "ApiKey", "Finished", "HTTPProvider", "ModelRequest", "Provider",
-    "ProviderEvent", "ProviderFactory", "ProviderRegistry", "ProviderSpec", "RetryPolicy", "TextDelta",
-    "ThoughtDelta", "ToolCallRequest", "Usage", "UsageReport", "classify_http_status", "http_error",
-    "in_band_error", "parse_retry_after", "redirect_error", "resolve_api_key", "shared_ssl_context",
+__all__ = [  # noqa: F822 (the provider-author names of the HTTP modules are lazy)
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_CONTEXT_WINDOW",
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_MAX_LINE_BYTES",
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_PROGRESS_TIMEOUT",
+    "DEFAULT_REQUEST_TIMEOUT",
+    "DEFAULT_RESPONSE_TIMEOUT",
+    "TOOL_CALL_REJECTED_CODES",
+    "TRANSPORT_SETTINGS",
+    "AgentError",
+    "AgentErrorInfo",
+    "ApiKey",
+    "Finished",
+    "HTTPProvider",
+    "ModelFacts",
+    "ModelRequest",
+    "Provider",
+    "ProviderEvent",
+    "ProviderFactory",
+    "ProviderRegistry",
+    "ProviderSpec",
+    "ResponseLimits",
+    "RetryPolicy",
+    "TextDelta",
+    "ThoughtDelta",
+    "ToolCallRequest",
+    "Usage",
+    "UsageReport",
+    "classify_http_status",
+    "http_error",
+    "in_band_error",
+    "model_facts",
+    "parse_retry_after",
+    "redirect_error",
+    "rejected_tool_call",
+    "resolve_api_key",
+    "shared_ssl_context",
     "transport_error",
 ]
 
@@ -39,9 +74,14 @@ __all__ = [  # noqa: F822 (the provider-author names of http_provider / http_err
 _LAZY = {
     "HTTPProvider": "_http_provider", "shared_ssl_context": "_http_provider",
     "DEFAULT_CONNECT_TIMEOUT": "_http_provider", "DEFAULT_IDLE_TIMEOUT": "_http_provider",
-    "DEFAULT_REQUEST_TIMEOUT": "_http_provider",
+    "DEFAULT_REQUEST_TIMEOUT": "_http_provider", "TRANSPORT_SETTINGS": "_http_provider",
+    "ResponseLimits": "_http_limits", "DEFAULT_RESPONSE_TIMEOUT": "_http_limits",
+    "DEFAULT_PROGRESS_TIMEOUT": "_http_limits", "DEFAULT_MAX_RESPONSE_BYTES": "_http_limits",
+    "DEFAULT_MAX_LINE_BYTES": "_http_limits",
     "http_error": "_http_errors", "in_band_error": "_http_errors", "transport_error": "_http_errors",
-    "redirect_error": "_http_errors",
+    "redirect_error": "_http_errors", "rejected_tool_call": "_http_errors",
+    "TOOL_CALL_REJECTED_CODES": "_http_errors",
+    "ModelFacts": "_model_facts", "model_facts": "_model_facts", "DEFAULT_CONTEXT_WINDOW": "_model_facts",
 }
 
 

@@ -38,12 +38,14 @@ import contextlib
 import email.utils
 import gzip
 import http.server
+import itertools
 import json
 import os
 import select
 import socket
 import threading
 import time
+import unittest
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,18 +84,28 @@ __all__ = [
 class Reply:
     """One scripted HTTP response.
 
-    ``body`` bytes are sent with ``Content-Length``; a list of byte chunks is
-    sent with chunked transfer encoding, one flush per chunk. ``then`` says
-    what happens after the chunks: ``None`` (end the response properly),
-    ``"drop"`` (close the socket without the final chunk: a dropped
-    connection) or ``"stall"`` (keep the connection open and send nothing
-    until the client goes away or the server closes).
+    ``body`` bytes are sent with ``Content-Length``; any other iterable of
+    byte chunks (a list, or an endless generator for a misbehaving server) is
+    sent with chunked transfer encoding, one flush per chunk, ``interval``
+    seconds apart; the server stops writing when the client goes away.
+    ``then`` says what happens after the chunks: ``None`` (end the response
+    properly), ``"drop"`` (close the socket without the final chunk: a
+    dropped connection) or ``"stall"`` (keep the connection open and send
+    nothing until the client goes away or the server closes). ``silent``:
+    read the request and never answer at all (not even a status line).
     """
 
     status: int = 200
     headers: dict[str, str] | list[tuple[str, str]] = field(default_factory=dict)
-    body: bytes | list[bytes] = b""
+    body: bytes | Iterable[bytes] = b""
     then: str | None = None
+    interval: float = 0.0
+    silent: bool = False
+
+    @classmethod
+    def no_answer(cls) -> Reply:
+        """A server that accepts the request and never answers."""
+        return cls(silent=True)
 
     @classmethod
     def json(cls, data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Reply:
@@ -101,9 +113,14 @@ class Reply:
 
     @classmethod
     def sse(cls, chunks: Iterable[bytes | str], *, then: str | None = None,
-            headers: dict[str, str] | None = None) -> Reply:
-        body = [c.encode() if isinstance(c, str) else c for c in chunks]
-        return cls(200, {"content-type": "text/event-stream; charset=utf-8", **(headers or {})}, body, then)
+            headers: dict[str, str] | None = None, interval: float = 0.0) -> Reply:
+        body: Iterable[bytes]
+        if isinstance(chunks, (list, tuple)):
+            body = [c.encode() if isinstance(c, str) else c for c in chunks]
+        else:  # an endless generator stays lazy
+            body = (c.encode() if isinstance(c, str) else c for c in chunks)
+        return cls(200, {"content-type": "text/event-stream; charset=utf-8", **(headers or {})}, body, then,
+                   interval)
 
     def header_items(self) -> list[tuple[str, str]]:
         items = self.headers.items() if isinstance(self.headers, dict) else self.headers
@@ -142,26 +159,41 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, received
         )
         reply = fake._next_reply(recorded)
+        if reply.silent:
+            self.close_connection = True
+            fake.stalled.set()
+            self._wait_for_client_close()
+            return
         self.send_response(reply.status)
         names = {k.lower() for k, _ in reply.header_items()}
         for key, value in reply.header_items():
             self.send_header(key, value)
         body = reply.body
-        if isinstance(body, list):
-            self.send_header("Transfer-Encoding", "chunked")
-        else:
+        if isinstance(body, (bytes, bytearray)):
             self.send_header("Content-Length", str(len(body)))
+        else:
+            self.send_header("Transfer-Encoding", "chunked")
         if reply.then or "connection" in names:
             self.close_connection = True
         self.end_headers()
-        if not isinstance(body, list):
+        if isinstance(body, (bytes, bytearray)):
             self.wfile.write(body)
             self.wfile.flush()
             return
         for chunk in body:
+            if fake._stopping.is_set():
+                self.close_connection = True
+                return
             if chunk:
-                self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-                self.wfile.flush()
+                try:
+                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                    self.wfile.flush()
+                except OSError:  # the client went away (a bounded reader gave up)
+                    self.close_connection = True
+                    fake.disconnected.set()
+                    return
+            if reply.interval:
+                fake._stopping.wait(reply.interval)
         if reply.then == "drop":
             self.close_connection = True
             with contextlib.suppress(OSError):
@@ -203,6 +235,13 @@ class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     fake: FakeProviderServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return  # a client that gave up on a reply (a bounded reader, an abort): expected here
+        super().handle_error(request, client_address)
 
 
 class FakeProviderServer:
@@ -472,6 +511,38 @@ class ProviderContract:
         stream. ``kind`` is ``"overloaded"`` or ``"rate_limited"``."""
         raise NotImplementedError
 
+    # -- misbehaving servers (defaults built from text_stream; override if they do not fit) --
+
+    _MARK = "smoke-contract-marker"
+
+    def _around_a_delta(self) -> tuple[list[bytes], bytes]:
+        """The chunks before the first text delta, and that delta with a marker for its text."""
+        chunks = self.text_stream([self._MARK])
+        needle = self._MARK.encode()
+        for i, chunk in enumerate(chunks):
+            if needle in chunk:
+                return chunks[:i], chunk
+        raise AssertionError("text_stream() did not put the text in any chunk")
+
+    def empty_delta_chunk(self) -> bytes:
+        """One text delta with empty text (not progress)."""
+        return self._around_a_delta()[1].replace(self._MARK.encode(), b"")
+
+    def text_chunk(self, text: str) -> bytes:
+        """One text delta carrying ``text`` (plain ASCII, no JSON escaping needed)."""
+        return self._around_a_delta()[1].replace(self._MARK.encode(), text.encode())
+
+    def stream_prefix(self) -> list[bytes]:
+        """What a stream sends before its first text delta (message start, role chunk, ...)."""
+        return self._around_a_delta()[0]
+
+    def rejected_tool_call_replies(self, failed_generation: str) -> list[Reply]:
+        """Replies in which the server rejects the model's tool call (Groq's
+        in-band ``tool_use_failed``, its HTTP 400, vLLM's 400 for unparsable
+        tool-call JSON), each to be classified as ``tool_invalid_input``.
+        Skipped for an API that never rejects the model's tool calls."""
+        raise unittest.SkipTest(f"{type(self).__name__}: this API does not reject the model's tool calls")
+
     # -- helpers ----------------------------------------------------------
 
     def request(self, text: str = "hi", *, tools: list[dict[str, Any]] | None = None,
@@ -479,8 +550,8 @@ class ProviderContract:
         return ModelRequest(model=self.model, messages=[user_message(text)], tools=tools or [],
                             system="Be brief.", settings=dict(settings or {}))
 
-    def sse(self, chunks: list[bytes], *, then: str | None = None) -> Reply:
-        return Reply.sse(chunks, then=then)
+    def sse(self, chunks: Iterable[bytes], *, then: str | None = None, interval: float = 0.0) -> Reply:
+        return Reply.sse(chunks, then=then, interval=interval)
 
     def error_reply(self, status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
         return Reply(status, {"content-type": "application/json", **(headers or {})}, self.error_body(message))
@@ -682,6 +753,126 @@ class ProviderContract:
                 await provider.aclose()
         assert _text(seen) == "first"
 
+    # -- bounded responses (small limits; every case ends in a classified error) --
+
+    async def _bounded(self, reply: Reply, **limits: Any) -> AgentError:
+        async with FakeProviderServer([reply]) as server:
+            exc = await asyncio.wait_for(self._call_error(server, **limits), 30)
+        return exc
+
+    async def test_contract_endless_empty_deltas_hit_progress_timeout(self) -> None:
+        endless = itertools.chain(self.stream_prefix(), itertools.repeat(self.empty_delta_chunk()))
+        exc = await self._bounded(self.sse(endless, interval=0.002), progress_timeout=0.3)
+        assert exc.info.code == "provider_timeout" and exc.info.retryable is True
+        assert exc.info.details["limit"] == "progress_timeout"
+
+    async def test_contract_endless_keep_alives_hit_progress_timeout(self) -> None:
+        endless = itertools.chain(self.stream_prefix(), itertools.repeat(b": keep-alive\n\n"))
+        exc = await self._bounded(self.sse(endless, interval=0.002), progress_timeout=0.3)
+        assert exc.info.code == "provider_timeout" and exc.info.details["limit"] == "progress_timeout"
+
+    async def test_contract_text_keeps_a_stream_alive_past_progress_timeout(self) -> None:
+        # content every 0.04 s for ~0.9 s: longer than the progress timeout in total, never a gap that long
+        chunks = self.text_stream([f"w{i} " for i in range(22)])
+        async with FakeProviderServer([Reply.sse(chunks, interval=0.04)]) as server:
+            events = await self._call(server, progress_timeout=0.6)
+        assert _text(events) == "".join(f"w{i} " for i in range(22))
+
+    async def test_contract_tool_arguments_are_progress(self) -> None:
+        fragments = ['{"key": "', *["k"] * 20, '"}']
+        chunks = self.tool_call_stream([("call_slow", "lookup", fragments)])
+        async with FakeProviderServer([Reply.sse(chunks, interval=0.04)]) as server:
+            events = await self._call(server, progress_timeout=0.6)
+        calls = [e for e in events if isinstance(e, ToolCallRequest)]
+        assert len(calls) == 1
+        args = calls[0].arguments
+        assert (json.loads(args) if isinstance(args, str) else args) == {"key": "k" * 20}
+
+    async def test_contract_byte_trickle_hits_response_timeout(self) -> None:
+        def trickle() -> Iterator[bytes]:
+            yield from self.stream_prefix()
+            for chunk in itertools.repeat(self.text_chunk("slow ")):
+                for i in range(len(chunk)):
+                    yield chunk[i : i + 1]
+
+        exc = await self._bounded(self.sse(trickle(), interval=0.005), response_timeout=0.5)
+        assert exc.info.code == "provider_timeout" and exc.info.retryable is False
+        assert exc.info.details["limit"] == "response_timeout"
+        assert "response_timeout" in (exc.info.hint or "")
+
+    async def test_contract_endless_text_hits_max_response_bytes(self) -> None:
+        cap = 64 * 1024
+        endless = itertools.chain(self.stream_prefix(), itertools.repeat(self.text_chunk("spam " * 40)))
+        exc = await self._bounded(self.sse(endless), max_response_bytes=cap)
+        assert exc.info.code == "provider_error" and exc.info.retryable is False
+        assert exc.info.details["limit"] == "max_response_bytes"
+        # memory stays bounded: reading stopped within one network read of the cap
+        assert cap < exc.info.details["received_bytes"] <= cap + 128 * 1024
+
+    async def test_contract_one_endless_sse_line_hits_max_line_bytes(self) -> None:
+        endless = itertools.chain(self.stream_prefix(), [b'data: {"endless": "'], itertools.repeat(b"a" * 1024))
+        exc = await self._bounded(self.sse(endless), max_line_bytes=16 * 1024)
+        assert exc.info.code == "provider_error" and exc.info.retryable is False
+        assert exc.info.details["limit"] == "max_line_bytes"
+        assert exc.info.details["line_bytes"] <= 16 * 1024 + 128 * 1024
+
+    async def test_contract_endless_json_body_hits_max_response_bytes(self) -> None:
+        endless = itertools.chain([b'{"choices": [{"message": {"content": "'], itertools.repeat(b"b" * 4096))
+        reply = Reply(200, {"content-type": "application/json"}, endless)
+        exc = await self._bounded(reply, max_response_bytes=64 * 1024)
+        assert exc.info.code == "provider_error" and exc.info.details["limit"] == "max_response_bytes"
+
+    async def test_contract_silent_server_hits_response_timeout(self) -> None:
+        exc = await self._bounded(Reply.no_answer(), response_timeout=0.4)
+        assert exc.info.code == "provider_timeout" and exc.info.details["limit"] == "response_timeout"
+
+    async def test_contract_limits_per_request_settings(self) -> None:
+        endless = itertools.chain(self.stream_prefix(), itertools.repeat(b": ping\n\n"))
+        async with FakeProviderServer([self.sse(endless, interval=0.002)]) as server:
+            provider = self.make_provider(server.url, "sk-test")
+            try:
+                request = self.request(settings={"progress_timeout": 0.3})
+                await asyncio.wait_for(collect_events(provider, request), 30)
+            except AgentError as exc:
+                assert exc.info.details["progress_timeout"] == 0.3
+            else:
+                raise AssertionError("endless keep-alives must end in provider_timeout")
+            finally:
+                await provider.aclose()
+        body = server.requests[0].json
+        assert "progress_timeout" not in json.dumps(body)  # a transport setting, not a body field
+
+    # -- tool calls the provider rejects (the model's mistake) ---------------
+
+    async def test_contract_rejected_tool_call_is_tool_invalid_input(self) -> None:
+        tools = [{"name": "lookup", "description": "Look a key up.",
+                  "input_schema": {"type": "object", "properties": {"key": {"type": "string"}}}}]
+        for reply in self.rejected_tool_call_replies('<function=lookup>{"key": k}</function>'):
+            async with FakeProviderServer([reply]) as server:
+                provider = self.make_provider(server.url, "sk-test")
+                try:
+                    await collect_events(provider, self.request(tools=tools))
+                except AgentError as exc:
+                    assert exc.info.code == "tool_invalid_input", exc.info
+                    assert exc.info.layer == "tool" and exc.info.retryable is False
+                else:
+                    raise AssertionError(f"a rejected tool call must raise tool_invalid_input: {reply}")
+                finally:
+                    await provider.aclose()
+
+    async def test_contract_400_with_tools_is_still_provider_error(self) -> None:
+        tools = [{"name": "lookup", "description": "d", "input_schema": {"type": "object", "properties": {}}}]
+        async with FakeProviderServer([self.error_reply(400, "max_tokens is too large")]) as server:
+            provider = self.make_provider(server.url, "sk-test")
+            try:
+                await collect_events(provider, self.request(tools=tools))
+            except AgentError as exc:
+                assert exc.info.code == "provider_error"
+            else:
+                raise AssertionError("a 400 must raise")
+            finally:
+                await provider.aclose()
+
     # -- agent-level tests (real runs, fast retries) -------------------------
 
     def _agent(self, tmp_path: Path, provider: Any, *tools: Any, **kwargs: Any) -> Any:
@@ -840,6 +1031,48 @@ class ProviderContract:
         # every request after the tool ran carries its result exactly once
         for req in server.requests[2:]:
             assert json.dumps(req.json).count("value of k") == 1
+
+    async def test_contract_agent_no_progress_is_retried_deadline_is_not(self, tmp_path: Path) -> None:
+        stuck = itertools.chain(self.stream_prefix(), itertools.repeat(b": keep-alive\n\n"))
+        replies: list[ReplySource] = [self.sse(stuck, interval=0.002), self.sse(self.text_stream(["fine"]))]
+        result, events, server, _ = await self._run(tmp_path, replies, provider_kwargs={"progress_timeout": 0.3})
+        assert result.status == "completed" and result.text == "fine"
+        assert [e.data["error"]["code"] for e in events if e.type == "run.warning"] == ["provider_timeout"]
+
+        replies = [Reply.no_answer(), self.sse(self.text_stream(["never"]))]
+        result, events, server, _ = await self._run(tmp_path, replies, provider_kwargs={"response_timeout": 0.3})
+        assert result.status == "failed" and result.error.code == "provider_timeout"
+        assert result.error.details["limit"] == "response_timeout"
+        assert len(server.requests) == 1  # not retried
+
+    async def test_contract_agent_rejected_tool_call_then_valid_call(self, tmp_path: Path) -> None:
+        failed = '<function=lookup>{"key": k}</function>'
+        forms = self.rejected_tool_call_replies(failed)
+        for n, rejected in enumerate(forms):
+            call = [(f"call_ok_{n}", "lookup", ['{"key": "k"}'])]
+            replies: list[ReplySource] = [
+                rejected,
+                self.sse(self.tool_call_stream(call, input_tokens=3, output_tokens=2)),
+                self.sse(self.text_stream(["done"])),
+            ]
+            workspace = tmp_path / f"form{n}"
+            workspace.mkdir()
+            result, events, server, executions = await self._run(workspace, replies)
+            assert result.status == "completed" and result.text == "done", (n, result.error)
+            assert executions == [{"key": "k"}], n  # the valid call ran once; the rejected one never
+            warnings = [e.data["error"] for e in events if e.type == "run.warning"]
+            assert [w["code"] for w in warnings] == ["tool_invalid_input"], n
+            assert len(server.requests) == 3
+            # text streamed before the rejection is withdrawn before the warning
+            types = self._types(events)
+            before = types[: types.index("run.warning")]
+            if "text.delta" in before:
+                assert "text.discarded" in before, n
+            # the model was told what failed before it was asked again
+            retry = json.dumps(server.requests[1].json)
+            assert "rejected" in retry
+            if warnings[0]["details"].get("failed_generation"):
+                assert json.dumps(failed)[1:-1] in retry
 
     async def test_contract_agent_abort_closes_stalled_stream(self, tmp_path: Path) -> None:
         stalled = self.sse(upto(self.text_stream(["partial"]), "partial"), then="stall")

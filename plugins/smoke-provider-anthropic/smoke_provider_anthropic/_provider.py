@@ -7,20 +7,18 @@ The provider only classifies failures; the agent loop owns retries
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from smoke_core.providers import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_REQUEST_TIMEOUT,
     AgentError,
     ApiKey,
     HTTPProvider,
+    ModelRequest,
     ProviderEvent,
     in_band_error,
 )
 
-from ._wire import StreamAssembler, build_body, events_from_message
+from ._wire import StreamAssembler, add_cache_breakpoints, build_body, events_from_message
 
 if TYPE_CHECKING:
     import httpx
@@ -29,11 +27,14 @@ if TYPE_CHECKING:
 class AnthropicProvider(HTTPProvider):
     """The Anthropic Messages API (``POST /v1/messages``).
 
-    ``idle_timeout``: seconds without a byte on an open stream before the
-    call fails with ``provider_timeout`` (also settable per request through
-    ``settings["idle_timeout"]``). ``request_timeout`` bounds a non-streamed
-    call. One ``httpx.AsyncClient`` per instance, created on first use;
-    release it with :meth:`aclose` (``agent.aclose()`` does it).
+    ``options`` are :class:`~smoke_core.providers.HTTPProvider`'s: ``user_id``,
+    ``idle_timeout``, ``connect_timeout``, ``request_timeout``, ``headers``,
+    ``supports_images``, ``price_as`` and the response bounds
+    (``response_timeout``, ``progress_timeout``, ``max_response_bytes``,
+    ``max_line_bytes``). ``prompt_cache`` (on by default) marks
+    ``cache_control`` breakpoints (``prompt_cache_ttl``: ``"5m"`` or ``"1h"``).
+    One ``httpx.AsyncClient`` per instance, created on
+    first use; release it with :meth:`aclose` (``agent.aclose()`` does it).
     """
 
     def __init__(
@@ -46,21 +47,20 @@ class AnthropicProvider(HTTPProvider):
         env_var: str | None = "ANTHROPIC_API_KEY",
         anthropic_version: str = "2023-06-01",
         key_required: bool = True,
-        user_id: str | None = None,
-        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-        headers: dict[str, str] | None = None,
-        supports_images: bool = True,
-        price_as: str | None = None,
+        prompt_cache: bool = True,
+        prompt_cache_ttl: str | None = None,
+        **options: Any,
     ) -> None:
         super().__init__(
             model=model, base_url=base_url, name=name, api_key=api_key, env_var=env_var,
-            key_required=key_required, user_id=user_id, idle_timeout=idle_timeout,
-            connect_timeout=connect_timeout, request_timeout=request_timeout, headers=headers,
-            supports_images=supports_images, price_as=price_as,
+            key_required=key_required, **options,
         )
         self.anthropic_version = anthropic_version
+        #: ``cache_control`` breakpoints on the tools, the system prompt and the end of the conversation
+        self.prompt_cache = bool(prompt_cache)
+        if prompt_cache_ttl not in (None, "5m", "1h"):
+            raise ValueError(f"prompt_cache_ttl: expected '5m', '1h' or None, got {prompt_cache_ttl!r}")
+        self.prompt_cache_ttl = prompt_cache_ttl
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(model={self.model!r}, base_url={self.base_url!r})"
@@ -70,7 +70,15 @@ class AnthropicProvider(HTTPProvider):
         root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
         return f"{root}/v1/messages"
 
-    build_body = staticmethod(build_body)
+    def build_body(self, request: ModelRequest, *, model: str, stream: bool, settings: dict[str, Any]) -> dict[str, Any]:
+        body = build_body(request, model=model, stream=stream, settings=settings)
+        if self.prompt_cache:
+            add_cache_breakpoints(body, ttl=self.prompt_cache_ttl)
+        return body
+
+    @property
+    def models_url(self) -> str:
+        return self.url.rsplit("/", 1)[0] + "/models"
 
     def protocol_headers(self) -> dict[str, str]:
         return {"anthropic-version": self.anthropic_version}
@@ -90,11 +98,9 @@ class AnthropicProvider(HTTPProvider):
         return events_from_message(data)
 
     async def read_sse(self, response: httpx.Response) -> AsyncIterator[ProviderEvent]:
-        from httpx_sse import EventSource, SSEError
-
         assembler = StreamAssembler()
         seen = 0
-        sse_iter = EventSource(response).aiter_sse()
+        sse_iter = self.sse_events(response)
         try:
             async for sse in sse_iter:
                 seen += 1
@@ -105,15 +111,13 @@ class AnthropicProvider(HTTPProvider):
                 kind = payload.get("type") or sse.event or ""
                 if kind == "error" or sse.event == "error":
                     raise in_band_error(payload.get("error"), provider=self.name, env_var=self.env_var)
+                fragments = assembler.argument_chars
                 for event in assembler.feed(kind, payload):
                     yield event
+                if assembler.argument_chars != fragments:
+                    self.mark_progress(response)
                 if kind == "message_stop":
                     break
-        except SSEError as exc:
-            raise AgentError.from_code(
-                "provider_error", f"{self.name} sent a malformed event stream: {exc}",
-                details={"provider": self.name},
-            ) from None
         finally:
             await sse_iter.aclose()
         if not assembler.complete:

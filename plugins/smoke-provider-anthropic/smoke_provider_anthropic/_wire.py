@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smoke_core.providers import (
+    TRANSPORT_SETTINGS,
     Finished,
     ModelRequest,
     ProviderEvent,
@@ -20,9 +21,7 @@ from smoke_core.providers import (
 DEFAULT_MAX_TOKENS = 8192
 
 #: Settings the adapter consumes itself; every other setting goes into the body as it is.
-ADAPTER_SETTINGS = frozenset(
-    {"stream", "idle_timeout", "connect_timeout", "request_timeout", "extra_headers", "extra_body", "max_tokens"}
-)
+ADAPTER_SETTINGS = TRANSPORT_SETTINGS | {"max_tokens"}
 
 STOP_REASONS = {
     "end_turn": "stop",
@@ -136,6 +135,67 @@ def build_body(request: ModelRequest, *, model: str, stream: bool, settings: dic
     return body
 
 
+#: the API accepts at most this many ``cache_control`` breakpoints per request
+MAX_CACHE_BREAKPOINTS = 4
+_UNCACHEABLE = frozenset({"thinking", "redacted_thinking"})
+
+
+def add_cache_breakpoints(body: dict[str, Any], *, ttl: str | None = None) -> dict[str, Any]:
+    """Mark the prompt-cache breakpoints (at most 4): the last tool, the system
+    prompt, the last block of the conversation (its moving end) and the last
+    block of the user turn before it, so the next request, which appends to
+    this one, reads everything up to there from the cache. Blocks that
+    already carry ``cache_control`` (set by the caller) count and are kept."""
+    marker: dict[str, Any] = {"type": "ephemeral"}
+    if ttl:
+        marker["ttl"] = ttl
+    used = _count_breakpoints(body)
+    targets: list[dict[str, Any]] = []
+    tools = body.get("tools") or []
+    if tools and isinstance(tools[-1], dict):
+        targets.append(tools[-1])
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        body["system"] = [{"type": "text", "text": system}]
+    if isinstance(body.get("system"), list) and body["system"]:
+        targets.append(body["system"][-1])
+    messages = body.get("messages") or []
+    last = _last_cacheable(messages[-1]) if messages else None
+    if last is not None:
+        targets.append(last)
+    earlier_users = [m for m in messages[:-1] if m.get("role") == "user"]
+    previous = _last_cacheable(earlier_users[-1]) if earlier_users else None
+    if previous is not None:
+        targets.append(previous)
+    for block in targets:
+        if used >= MAX_CACHE_BREAKPOINTS:
+            break
+        if "cache_control" not in block:
+            block["cache_control"] = dict(marker)
+            used += 1
+    return body
+
+
+def _last_cacheable(message: dict[str, Any]) -> dict[str, Any] | None:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return None
+    for block in reversed(content):
+        if isinstance(block, dict) and block.get("type") not in _UNCACHEABLE and not (
+            block.get("type") == "text" and not block.get("text")
+        ):
+            return block
+    return None
+
+
+def _count_breakpoints(value: Any) -> int:
+    if isinstance(value, dict):
+        return ("cache_control" in value) + sum(_count_breakpoints(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_count_breakpoints(v) for v in value)
+    return 0
+
+
 # ---------------------------------------------------------------- response
 
 
@@ -210,6 +270,8 @@ class StreamAssembler:
     raw_stop: str | None = None
     started: bool = False
     stopped: bool = False
+    #: characters of tool input received so far (progress for the no-progress timeout)
+    argument_chars: int = 0
 
     def feed(self, kind: str, data: dict[str, Any]) -> list[ProviderEvent]:
         out: list[ProviderEvent] = []
@@ -239,7 +301,9 @@ class StreamAssembler:
             elif dtype == "input_json_delta":
                 tool = self.tools.get(int(data.get("index", -1)))
                 if tool is not None:
-                    tool.parts.append(delta.get("partial_json") or "")
+                    part = delta.get("partial_json") or ""
+                    tool.parts.append(part)
+                    self.argument_chars += len(part)
         elif kind == "message_delta":
             delta = data.get("delta") or {}
             if delta.get("stop_reason"):

@@ -21,7 +21,7 @@ DONE = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-
 
 async def test_user_images_in_the_documented_shape(tmp_path):
     with FakeProviderServer([Reply.json(DONE)]) as server:
-        provider = make_provider(api_key="k", base_url=server.url)
+        provider = make_provider(api_key="k", base_url=server.url, prompt_cache=False)
         agent = create_agent(tmp_path, provider=provider, autoload_plugins=False, model_settings={"stream": False})
         result = await agent.run(["What is in these images?", Image.from_bytes(PNG),
                                   Image.from_url("https://example.com/cat.jpg")])

@@ -151,14 +151,15 @@ async def test_thinking_stream_and_signature_round_trip(tmp_path: Path) -> None:
     assert result.text == "Done"
     assert [e.data["text"] for e in events if e.type == "text.thought"] == ["Need ", "the file."]
     body = server.requests[1].json
-    assert body["system"] == "S"
+    assert body["system"] == [{"type": "text", "text": "S", "cache_control": {"type": "ephemeral"}}]
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
     assert body["messages"][1] == {"role": "assistant", "content": [
         {"type": "thinking", "thinking": "Need the file.", "signature": "SIG=="},
         {"type": "tool_use", "id": "toolu_1", "name": "peek", "input": {}},
     ]}
     assert body["messages"][2] == {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "peeked", "is_error": False}]}
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "peeked", "is_error": False,
+         "cache_control": {"type": "ephemeral"}}]}
 
 
 async def test_nonstream_thinking_and_cache_usage() -> None:
@@ -222,3 +223,18 @@ async def test_in_band_error_types(etype: str, code: str) -> None:
             await provider.aclose()
     assert caught.value.info.code == code
     assert caught.value.info.details["in_band"] is True
+
+
+async def test_model_facts_from_genai_prices_and_the_models_endpoint() -> None:
+    provider = make_provider(model="claude-sonnet-4-5", api_key="k")
+    assert (provider.context_window, provider.model_facts().source) == (200_000, "genai-prices")
+    listing = {"data": [{"type": "model", "id": "claude-x", "display_name": "X", "max_input_tokens": 1_000_000,
+                         "max_output_tokens": 64_000}]}
+    async with FakeProviderServer([Reply.json(listing)]) as server:
+        provider = make_provider(model="claude-x", base_url=server.url, api_key="k")
+        try:
+            facts = await provider.fetch_model_facts()
+        finally:
+            await provider.aclose()
+    assert server.requests[0].path == "/v1/models" and server.requests[0].headers["x-api-key"] == "k"
+    assert (facts.context_window, facts.max_output_tokens, facts.source) == (1_000_000, 64_000, "server")

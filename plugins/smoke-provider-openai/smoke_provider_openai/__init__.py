@@ -2,8 +2,9 @@
 
 Registers one provider per preset (``openai``, ``nvidia``, ``openrouter``,
 ``groq``, ``together``, ``deepseek``, ``mistral``, ``xai``, ``fireworks``,
-``cerebras``, ``gemini``, ``huggingface``, ``ollama``) plus
-``openai-compatible`` for any ``base_url``. Importing this module is cheap:
+``cerebras``, ``gemini``, ``huggingface``, and the local servers ``ollama``,
+``vllm``, ``lmstudio``, ``llamacpp``) plus ``openai-compatible`` for any
+``base_url``. Importing this module is cheap:
 ``httpx`` and ``httpx-sse`` are imported on the first model call.
 """
 
@@ -35,12 +36,22 @@ class Preset:
     description: str
     key_required: bool = True
     base_url_env: str | None = None
+    #: how tool calls travel by default: ``native``, ``inline`` or ``auto`` (native until the server refuses tools)
+    tool_calls: str = "native"
+    #: how the server takes a prompt-cache routing key: ``"body"`` (``prompt_cache_key``),
+    #: ``"header:<name>"``, or None (it caches on its own, or not at all)
+    cache_routing: str | None = None
+
+    @property
+    def local(self) -> bool:
+        return self.base_url is not None and self.base_url.startswith("http://localhost")
 
 
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in (
-        Preset("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", "gpt-4o-mini", "OpenAI Chat Completions"),
+        Preset("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", "gpt-4o-mini", "OpenAI Chat Completions",
+               cache_routing="body"),
         Preset(
             "nvidia", "https://integrate.api.nvidia.com/v1", "NVIDIA_API_KEY", "meta/llama-3.3-70b-instruct",
             "NVIDIA NIM (build.nvidia.com)",
@@ -52,8 +63,9 @@ PRESETS: dict[str, Preset] = {
             "meta-llama/Llama-3.3-70B-Instruct-Turbo", "Together AI",
         ),
         Preset("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY", "deepseek-chat", "DeepSeek"),
-        Preset("mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", "mistral-large-latest", "Mistral AI"),
-        Preset("xai", "https://api.x.ai/v1", "XAI_API_KEY", "grok-3", "xAI Grok"),
+        Preset("mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", "mistral-large-latest", "Mistral AI",
+               cache_routing="body"),
+        Preset("xai", "https://api.x.ai/v1", "XAI_API_KEY", "grok-3", "xAI Grok", cache_routing="header:x-grok-conv-id"),
         Preset(
             "fireworks", "https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY",
             "accounts/fireworks/models/llama-v3p3-70b-instruct", "Fireworks AI",
@@ -69,12 +81,26 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "ollama", "http://localhost:11434/v1", None, "llama3.2", "Ollama on this machine (no key)",
-            key_required=False, base_url_env="OLLAMA_BASE_URL",
+            key_required=False, base_url_env="OLLAMA_BASE_URL", tool_calls="auto",
+        ),
+        Preset(
+            "vllm", "http://localhost:8000/v1", "VLLM_API_KEY", None,
+            "vLLM's OpenAI-compatible server on this machine (key only if started with --api-key)",
+            key_required=False, base_url_env="VLLM_BASE_URL", tool_calls="auto",
+        ),
+        Preset(
+            "lmstudio", "http://localhost:1234/v1", None, None, "LM Studio's local server (no key)",
+            key_required=False, base_url_env="LMSTUDIO_BASE_URL", tool_calls="auto",
+        ),
+        Preset(
+            "llamacpp", "http://localhost:8080/v1", "LLAMACPP_API_KEY", None,
+            "llama.cpp's llama-server on this machine (key only if started with --api-key)",
+            key_required=False, base_url_env="LLAMACPP_BASE_URL", tool_calls="auto",
         ),
         Preset(
             "openai-compatible", None, "OPENAI_COMPATIBLE_API_KEY", None,
             "Any OpenAI-compatible server (vLLM, LM Studio, llama.cpp server): pass base_url=",
-            key_required=False, base_url_env="OPENAI_COMPATIBLE_BASE_URL",
+            key_required=False, base_url_env="OPENAI_COMPATIBLE_BASE_URL", tool_calls="auto",
         ),
     )
 }
@@ -84,8 +110,12 @@ def make_provider(preset: str | Preset, **kwargs: Any) -> OpenAIChatProvider:
     """Build a provider for ``preset`` (a name from :data:`PRESETS` or a :class:`Preset`).
 
     ``kwargs``: ``model``, ``api_key`` (string or ``callable(provider, user_id)``),
-    ``base_url``, ``user_id``, ``idle_timeout``, ``connect_timeout``,
-    ``request_timeout``, ``headers``.
+    ``base_url``, ``user_id``, ``tool_calls`` (``native`` / ``inline`` /
+    ``auto``, or ``{model glob: mode}``), ``prompt_cache``,
+    ``prompt_cache_key``, ``context_window``, ``max_output_tokens`` and the
+    transport options (``idle_timeout``, ``connect_timeout``,
+    ``request_timeout``, ``response_timeout``, ``progress_timeout``,
+    ``max_response_bytes``, ``max_line_bytes``, ``headers``).
     """
     import os
 
@@ -101,7 +131,12 @@ def make_provider(preset: str | Preset, **kwargs: Any) -> OpenAIChatProvider:
         )
     model = kwargs.pop("model", None) or spec.default_model
     if not model:
-        raise ValueError(f"provider {spec.name!r} needs model= (the model name the server expects)")
+        raise ValueError(
+            f"provider {spec.name!r} needs model= (the model name the server expects; GET {base_url}/models "
+            f"lists the ones it serves)"
+        )
+    kwargs.setdefault("tool_calls", spec.tool_calls)
+    kwargs.setdefault("cache_routing", spec.cache_routing)
     return OpenAIChatProvider(
         name=spec.name,
         model=model,

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smoke_core.providers import (
+    TRANSPORT_SETTINGS,
     Finished,
     ModelRequest,
     ProviderEvent,
@@ -19,9 +20,7 @@ from smoke_core.providers import (
 )
 
 #: Settings the adapter consumes itself; every other setting goes into the body as it is.
-ADAPTER_SETTINGS = frozenset(
-    {"stream", "idle_timeout", "connect_timeout", "request_timeout", "extra_headers", "extra_body"}
-)
+ADAPTER_SETTINGS = TRANSPORT_SETTINGS
 
 FINISH_REASONS = {
     "stop": "stop",
@@ -150,10 +149,12 @@ def usage_from(data: dict[str, Any] | None) -> Usage | None:
         return None
     prompt_details = data.get("prompt_tokens_details") or {}
     completion_details = data.get("completion_tokens_details") or {}
+    # DeepSeek reports cache hits beside the usage, not in prompt_tokens_details
+    cached = prompt_details.get("cached_tokens") or data.get("prompt_cache_hit_tokens") or 0
     return Usage(
         input_tokens=int(data.get("prompt_tokens") or 0),
         output_tokens=int(data.get("completion_tokens") or 0),
-        cache_read_tokens=int(prompt_details.get("cached_tokens") or 0),
+        cache_read_tokens=int(cached),
         reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
     )
 
@@ -228,6 +229,8 @@ class StreamAssembler:
     usage: Usage | None = None
     raw_finish: str | None = None
     chunks: int = 0
+    #: characters of tool-call arguments received so far (progress for the no-progress timeout)
+    argument_chars: int = 0
 
     def feed(self, chunk: dict[str, Any]) -> list[ProviderEvent]:
         self.chunks += 1
@@ -277,10 +280,11 @@ class StreamAssembler:
         if fn.get("name"):
             pending.name = pending.name or fn["name"]
         args = fn.get("arguments")
+        if isinstance(args, dict):
+            args = json.dumps(args)
         if isinstance(args, str):
             pending.arguments.append(args)
-        elif isinstance(args, dict):
-            pending.arguments.append(json.dumps(args))
+            self.argument_chars += len(args)
 
     @property
     def complete(self) -> bool:

@@ -10,3 +10,4 @@ from smoke_core.testing import isolate_settings
 @pytest.fixture(autouse=True)
 def _isolated_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     isolate_settings(monkeypatch, tmp_path_factory.mktemp("settings-home"))
+

@@ -34,11 +34,22 @@ def cassette(name: str) -> Any:
     return load_cassette(DATA / name)
 
 
+def cache_key_stripped(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` without the ``prompt_cache_key`` Smoke adds for OpenAI (the
+    recorders did not send one), after checking it is there."""
+    body = dict(body)
+    key = body.pop("prompt_cache_key", None)
+    assert isinstance(key, str) and key.startswith("smoke-") and len(key) == 38, key
+    return body
+
+
 def normalise(body: Any) -> Any:
     """Drop what differs between recorders but not in meaning: a null
-    ``content`` next to ``tool_calls`` (older pydantic-ai omitted it) and
-    OpenAI's ``strict`` flag (a pydantic-ai choice, not ours)."""
+    ``content`` next to ``tool_calls`` (older pydantic-ai omitted it),
+    OpenAI's ``strict`` flag (a pydantic-ai choice, not ours) and the
+    ``prompt_cache_key`` Smoke adds (checked by ``cache_key_stripped``)."""
     body = copy.deepcopy(body)
+    body.pop("prompt_cache_key", None)
     for message in body.get("messages", []):
         if message.get("content") is None:
             message.pop("content", None)
@@ -97,7 +108,7 @@ async def test_nonstream_tool_call_first_turn() -> None:
         "finish": ["tool_calls"],
     }
     recorded = cassette("a_openai_chat_nonstream_tool_calls.yaml").interactions[0]
-    assert sent.json == recorded.request_body  # byte-for-byte the same JSON body
+    assert cache_key_stripped(sent.json) == recorded.request_body  # byte-for-byte the same JSON body
     assert sent.path == urlparse(recorded.uri).path
 
 
@@ -122,7 +133,7 @@ async def test_stream_tool_call_assembled_from_five_deltas() -> None:
         "finish": ["tool_calls"],
     }
     recorded = cassette("b_openai_chat_stream_tool_calls.yaml").interactions[0]
-    assert normalise(sent.json) == normalise(recorded.request_body)
+    assert normalise(cache_key_stripped(sent.json)) == normalise(recorded.request_body)
     assert sent.json["stream_options"] == {"include_usage": True}
 
 
@@ -156,7 +167,7 @@ async def test_stream_tool_call_recorded_through_litellm() -> None:
         "finish": ["tool_calls"],
     }
     recorded = cassette("b_openai_chat_stream_tools_litellm.yaml").interactions[0]
-    assert sent.json == recorded.request_body
+    assert cache_key_stripped(sent.json) == recorded.request_body
 
 
 async def test_401_invalid_api_key() -> None:
@@ -256,8 +267,10 @@ async def test_nonstream_conversation_through_agent(tmp_path: Path) -> None:
     assert (result.usage.input_tokens, result.usage.output_tokens) == (68 + 89, 12 + 36)
     assert len(server.requests) == 2
     for sent, inter in zip(server.requests, cas.interactions, strict=True):
-        assert normalise(sent.json) == normalise(inter.request_body)
+        assert normalise(cache_key_stripped(sent.json)) == normalise(inter.request_body)
         assert sent.path == urlparse(inter.uri).path
+    # one conversation, one cache-routing key
+    assert server.requests[0].json["prompt_cache_key"] == server.requests[1].json["prompt_cache_key"]
     # the second request carries the tool call id and the tool result as recorded
     second = server.requests[1].json["messages"]
     assert [m["role"] for m in second] == ["user", "assistant", "tool"]
@@ -294,7 +307,7 @@ async def test_stream_conversation_through_agent(tmp_path: Path) -> None:
     assert "".join(e.data["text"] for e in events if e.type == "text.delta") == "The capital of the UK is London."
     assert (result.usage.input_tokens, result.usage.output_tokens) == (53 + 78, 15 + 9)
     for sent, inter in zip(server.requests, cas.interactions, strict=True):
-        assert normalise(sent.json) == normalise(inter.request_body)
+        assert normalise(cache_key_stripped(sent.json)) == normalise(inter.request_body)
     second = server.requests[1].json["messages"]
     assert second[1] == {
         "role": "assistant", "content": None,
@@ -343,8 +356,9 @@ async def test_preset_request_shape_matches_recording(
     assert sent.headers["authorization"] == f"Bearer {key}"
     for name in ("content-type", "accept"):
         assert sent.headers[name] == recorded.request_headers[name]
-    assert sorted(sent.json) == sorted(recorded.request_body)
-    assert normalise(sent.json) == normalise(recorded.request_body)
+    body = cache_key_stripped(sent.json) if preset == "openai" else sent.json  # NVIDIA takes no routing key
+    assert sorted(body) == sorted(recorded.request_body)
+    assert normalise(body) == normalise(recorded.request_body)
 
 
 async def test_cost_from_recorded_usage_is_what_genai_prices_gives(tmp_path: Path) -> None:

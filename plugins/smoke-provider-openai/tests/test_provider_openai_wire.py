@@ -46,7 +46,7 @@ def test_every_preset_is_registered() -> None:
     smoke_provider_openai.register_providers(registry.register)
     assert registry.names() == sorted([
         "openai", "nvidia", "openrouter", "groq", "together", "deepseek", "mistral", "xai", "fireworks",
-        "cerebras", "gemini", "huggingface", "ollama", "openai-compatible",
+        "cerebras", "gemini", "huggingface", "ollama", "vllm", "lmstudio", "llamacpp", "openai-compatible",
     ])
     assert registry.get("nvidia").env_var == "NVIDIA_API_KEY"
     assert registry.get("openai").env_var == "OPENAI_API_KEY"
@@ -297,3 +297,12 @@ async def test_retry_after_ms_header() -> None:
             await provider.aclose()
     assert caught.value.info.code == "provider_rate_limited"
     assert caught.value.info.details["retry_after"] == 1.5
+
+
+def test_the_provider_door_resolves_every_name_it_lists() -> None:
+    import smoke_core.providers as door
+
+    for name in door.__all__:
+        assert getattr(door, name) is not None, name
+    for name in ("ResponseLimits", "ModelFacts", "model_facts", "rejected_tool_call", "TRANSPORT_SETTINGS"):
+        assert name in door.__all__

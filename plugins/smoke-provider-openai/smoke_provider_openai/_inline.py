@@ -1,0 +1,495 @@
+"""Inline tool calls: tools described in the system prompt, calls parsed out of the text.
+
+For models served without native tool calling (many local models behind
+Ollama, llama.cpp, vLLM without a tool parser, older fine-tunes). Pure
+functions and a streaming state machine; no I/O.
+
+- :func:`inline_request` rewrites a neutral request: the tools go into the
+  system prompt (the Hermes / Qwen 2.5 ``<tools>`` block and ``<tool_call>``
+  convention most open models were trained on), past tool calls become
+  ``<tool_call>`` text, tool results become ``<tool_response>`` user text.
+- :class:`InlineToolParser` reads the reply's text as it streams and takes
+  out the calls, in any of these forms:
+
+  - Hermes / Qwen 2.5: ``<tool_call>{"name": ..., "arguments": ...}</tool_call>``
+    (several per reply);
+  - Qwen3-Coder XML: ``<tool_call><function=NAME><parameter=P>value</parameter>
+    </function></tool_call>`` (values typed by the tool's schema);
+  - Mistral: ``[TOOL_CALLS][{"name": ..., "arguments": ...}, ...]`` and
+    ``[TOOL_CALLS]name[ARGS]{...}``;
+  - Llama 3: ``<|python_tag|>{"name": ..., "parameters": ...}`` (several
+    separated by ``;``);
+  - a fenced ```` ```json ```` block holding ``{"name", "arguments"}`` for a tool
+    that exists (any other fenced JSON stays text).
+
+  Text around the calls streams as text; a marker split across deltas is
+  held back until it is whole. A call whose arguments cannot be read but
+  whose tool can be named goes to the loop with the raw arguments (the model
+  gets ``tool_invalid_input`` for that call); a call that names no tool
+  raises ``tool_invalid_input`` with the failed generation, so the model is
+  told and asked again.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from smoke_core.providers import AgentError, ModelRequest, ToolCallRequest
+
+#: start marker → the form it opens
+MARKERS: dict[str, str] = {
+    "<tool_call>": "hermes",
+    "[TOOL_CALLS]": "mistral",
+    "<|python_tag|>": "llama",
+    "```json": "fence",
+}
+_LLAMA_END_TOKENS = ("<|eom_id|>", "<|eot_id|>")
+_NAME_IN_JSON = re.compile(r'"name"\s*:\s*"([^"\\]+)"')
+_ARGS_IN_JSON = re.compile(r'"(?:arguments|parameters)"\s*:\s*')
+_XML_FUNCTION = re.compile(r"<function=([^>\s]+)\s*>")
+_XML_PARAMETER = re.compile(r"<parameter=([^>\s]+)\s*>(.*?)(?:</parameter>|(?=<parameter=)|(?=</function>)|$)", re.S)
+
+# ---------------------------------------------------------------- the request
+
+
+def tools_prompt(tools: list[dict[str, Any]]) -> str:
+    """The system-prompt section that offers ``tools`` (Hermes / Qwen 2.5 style)."""
+    lines = [
+        "# Tools",
+        "",
+        "You may call one or more of the tools below. To call a tool, write a <tool_call> block holding one JSON "
+        'object with the tool\'s "name" and its "arguments", then end your reply and wait for the results:',
+        "",
+        "<tool_call>",
+        '{"name": "tool_name", "arguments": {"argument": "value"}}',
+        "</tool_call>",
+        "",
+        "Write one <tool_call> block per call; the arguments must match the tool's JSON schema. The results come "
+        "back in <tool_response> blocks. When you need no tool, answer in plain text.",
+        "",
+        "<tools>",
+    ]
+    for tool in tools:
+        spec = {
+            "type": "function",
+            "function": {
+                "name": tool["name"],
+                "description": tool.get("description") or "",
+                "parameters": tool.get("input_schema") or {"type": "object", "properties": {}},
+            },
+        }
+        lines.append(json.dumps(spec, ensure_ascii=False, separators=(", ", ": ")))
+    lines.append("</tools>")
+    return "\n".join(lines)
+
+
+def call_text(name: str, arguments: Any) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False) + "\n</tool_call>"
+
+
+def _result_blocks(result: dict[str, Any]) -> list[dict[str, Any]]:
+    texts = [b.get("text", "") for b in result.get("content") or [] if b.get("type") == "text"]
+    images = [b for b in result.get("content") or [] if b.get("type") == "image"]
+    body = "\n".join(texts)
+    if result.get("is_error"):
+        body = f"Error: {body}"
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": f"<tool_response>\n{body}\n</tool_response>"}]
+    blocks.extend(images)
+    return blocks
+
+
+def inline_request(request: ModelRequest, *, drop_settings: frozenset[str] = frozenset()) -> ModelRequest:
+    """``request`` for a server without native tools: no ``tools``, the tools
+    described in the system prompt, tool calls and results as text, and
+    consecutive user turns merged (many chat templates require alternation)."""
+    messages: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"].append({"type": "text", "text": "\n\n"})
+            messages[-1]["content"].extend(blocks)
+        else:
+            messages.append({"role": role, "content": list(blocks)})
+
+    for message in request.messages:
+        role = message["role"]
+        blocks = message.get("content") or []
+        if role == "assistant":
+            parts: list[str] = []
+            for b in blocks:
+                if b.get("type") == "text" and b.get("text"):
+                    parts.append(b["text"])
+                elif b.get("type") == "tool_call":
+                    parts.append(call_text(b["name"], b.get("input") or {}))
+            text = "\n".join(p.strip("\n") if p.startswith("<tool_call>") else p for p in parts)
+            add("assistant", [{"type": "text", "text": text}] if text else [])
+        elif role == "tool":
+            out: list[dict[str, Any]] = []
+            for b in blocks:
+                if b.get("type") == "tool_result":
+                    if out:
+                        out.append({"type": "text", "text": "\n"})
+                    out.extend(_result_blocks(b))
+            add("user", out)
+        else:
+            add("user", [dict(b) for b in blocks])
+    system = request.system or ""
+    if request.tools:
+        system = f"{system}\n\n{tools_prompt(request.tools)}" if system else tools_prompt(request.tools)
+    settings = {k: v for k, v in (request.settings or {}).items() if k not in drop_settings}
+    return ModelRequest(model=request.model, messages=messages, tools=[], system=system or None,  # type: ignore[arg-type]
+                        settings=settings, user_id=request.user_id)
+
+
+# ---------------------------------------------------------------- the reply
+
+
+class JsonScanner:
+    """Finds where one JSON object or array ends in text that arrives piecewise."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.in_string = False
+        self.escape = False
+        self.started = False
+
+    def feed(self, text: str) -> int | None:
+        """The index just after the value's end in ``text``, or None (not ended yet)."""
+        for i, ch in enumerate(text):
+            if self.in_string:
+                if self.escape:
+                    self.escape = False
+                elif ch == "\\":
+                    self.escape = True
+                elif ch == '"':
+                    self.in_string = False
+            elif ch == '"':
+                self.in_string = True
+            elif ch in "{[":
+                self.depth += 1
+                self.started = True
+            elif ch in "}]":
+                self.depth -= 1
+                if self.started and self.depth <= 0:
+                    return i + 1
+        return None
+
+
+def _new_id() -> str:
+    return "call_" + uuid.uuid4().hex[:24]
+
+
+def _coerce(value: str, schema: dict[str, Any] | None) -> Any:
+    """A Qwen3-Coder ``<parameter>`` value, typed by the property's schema."""
+    if value.startswith("\n"):
+        value = value[1:]
+    if value.endswith("\n"):
+        value = value[:-1]
+    kinds = (schema or {}).get("type")
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds or [])
+    if not kinds and schema:
+        kinds = [s.get("type") for s in schema.get("anyOf", schema.get("oneOf", [])) if isinstance(s, dict)]
+    if not kinds or "string" in kinds:
+        return value
+    text = value.strip()
+    if text.lower() in ("null", "none") and "null" in kinds:
+        return None
+    if "boolean" in kinds and text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if "integer" in kinds:
+        try:
+            return int(text)
+        except ValueError:
+            pass
+    if "number" in kinds:
+        try:
+            number = float(text)
+            return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
+        except ValueError:
+            pass
+    if "object" in kinds or "array" in kinds:
+        try:
+            return json.loads(text)
+        except ValueError:
+            try:
+                return ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                pass
+    return value
+
+
+@dataclass
+class InlineToolParser:
+    """Streaming state machine: :meth:`feed` the reply's text deltas, get back
+    the text to show; :meth:`finish` at the end gives the tool calls."""
+
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[ToolCallRequest] = field(default_factory=list)
+    #: call texts that named no tool (reported by :meth:`finish`)
+    failed: list[str] = field(default_factory=list)
+    _buf: str = ""
+    _form: str | None = None
+    _call: str = ""
+    _scanner: JsonScanner | None = None
+    _searched: int = 0
+    _out: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._schemas = {t["name"]: t.get("input_schema") or {} for t in self.tools}
+
+    # -- feeding -------------------------------------------------------------
+
+    def feed(self, text: str) -> str:
+        """The part of the text so far that is plain text (may be empty)."""
+        self._buf += text
+        out = self._out = []
+        while self._buf:
+            if self._form is None:
+                if not self._scan_text(out):
+                    break
+            elif not self._scan_call():
+                break
+        return "".join(out)
+
+    def _scan_text(self, out: list[str]) -> bool:
+        buf = self._buf
+        best: tuple[int, str] | None = None
+        for marker in MARKERS:
+            i = buf.find(marker)
+            if i >= 0 and (best is None or i < best[0]):
+                best = (i, marker)
+        if best is None:
+            keep = _partial_marker_suffix(buf)
+            out.append(buf[: len(buf) - keep])
+            self._buf = buf[len(buf) - keep :]
+            return False
+        index, marker = best
+        out.append(buf[:index])
+        self._buf = buf[index + len(marker) :]
+        self._form = MARKERS[marker]
+        self._call = ""
+        self._searched = 0
+        self._scanner = None
+        return True
+
+    def _scan_call(self) -> bool:
+        """Move text into the current call; True when the call ended (the rest stays in the buffer)."""
+        form = self._form
+        self._call += self._buf
+        self._buf = ""
+        if form in ("hermes", "fence"):
+            end = "</tool_call>" if form == "hermes" else "```"
+            i = self._call.find(end, max(0, self._searched - len(end)))
+            if i < 0:
+                self._searched = len(self._call)
+                return False
+            body, self._buf = self._call[:i], self._call[i + len(end) :]
+            self._end_call(body)
+            return True
+        if form == "llama-after":
+            return self._after_llama_call()
+        # mistral / llama: one JSON value (after a name for Mistral's [ARGS] form)
+        if self._scanner is None:
+            stripped = self._call.lstrip()
+            if not stripped:
+                return False
+            start = len(self._call) - len(stripped)
+            if form == "mistral" and stripped[0] not in "[{":
+                at = stripped.find("[ARGS]")
+                if at < 0:
+                    return False
+                start += at + len("[ARGS]")
+            elif stripped[0] not in "[{":
+                # not JSON after the marker: it was text after all
+                self._out.append(self._call)
+                self._form = None
+                self._call = ""
+                return True
+            self._scanner = JsonScanner()
+            self._searched = start
+        offset = self._searched
+        end_at = self._scanner.feed(self._call[offset:])
+        if end_at is None:
+            self._searched = len(self._call)
+            return False
+        end_at += offset
+        body, self._buf = self._call[:end_at], self._call[end_at:]
+        self._end_call(body)
+        if form == "llama":
+            self._form = "llama-after"  # an end token or "; {...}" (another call) may follow
+        return True
+
+    def _after_llama_call(self) -> bool:
+        stripped = self._call.lstrip()
+        if not stripped:
+            return False
+        for token in _LLAMA_END_TOKENS:
+            if stripped.startswith(token):
+                self._call = ""
+                self._buf = stripped[len(token) :]
+                return True
+            if token.startswith(stripped):
+                return False  # part of an end token so far
+        call, self._call = self._call, ""
+        if stripped[0] == ";":
+            self._form = "llama"
+            self._buf = stripped[1:]
+        else:
+            self._form = None
+            self._buf = call
+        return True
+
+    def _end_call(self, body: str) -> None:
+        form = self._form
+        self._form = None
+        self._call = ""
+        self._scanner = None
+        self._searched = 0
+        if form == "fence":
+            if not self._fence_call(body):
+                self._out.append("```json" + body + "```")  # fenced JSON that is no call: text
+            return
+        self._take(form or "", body)
+
+    # -- the end ---------------------------------------------------------------
+
+    def finish(self) -> tuple[str, list[ToolCallRequest]]:
+        """The remaining text and every call; raises ``tool_invalid_input``
+        when a call named no tool."""
+        text: list[str] = []
+        if self._form is not None:
+            form, body = self._form, self._call + self._buf
+            self._buf = ""
+            if form == "llama-after":
+                for token in _LLAMA_END_TOKENS:
+                    body = body.replace(token, "")
+                self._buf = body.lstrip()
+            elif form == "fence":
+                if not self._fence_call(body):
+                    text.append("```json" + body)
+            elif body.strip():
+                if form == "llama":
+                    for token in _LLAMA_END_TOKENS:
+                        body = body.replace(token, "")
+                self._take(form, body)  # an unclosed call at the end (a stop sequence ate the closing tag)
+            else:
+                self.failed.append("")
+            self._form = None
+        text.append(self._buf)
+        self._buf = ""
+        if self.failed:
+            shown = "\n".join(f or "(nothing after the call marker)" for f in self.failed)
+            raise AgentError.from_code(
+                "tool_invalid_input",
+                "a tool call in the model's reply could not be read: it names no tool",
+                details={"failed_generation": shown[:4000], "inline": True},
+            )
+        return "".join(text), self.calls
+
+    # -- reading one call ------------------------------------------------------
+
+    def _take(self, form: str, body: str) -> None:
+        text = body.strip()
+        if text.startswith("```") and text.endswith("```"):
+            text = text[3:-3].strip()
+            text = text[4:].lstrip() if text.startswith("json") else text
+        if form == "hermes" and text.startswith("<function="):
+            self._take_xml(text)
+            return
+        if form == "mistral" and text and text[0] not in "[{":
+            name, _, args = text.partition("[ARGS]")
+            name = name.split("[CALL_ID]")[0].strip()
+            if not name:
+                self.failed.append(body)
+                return
+            self._add(name, args.strip() or "{}")
+            return
+        try:
+            data = json.loads(text)
+        except ValueError:
+            self._take_broken(body)
+            return
+        items = data if isinstance(data, list) else [data]
+        for item in items:
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
+                self.failed.append(json.dumps(item, ensure_ascii=False) if not isinstance(item, str) else item)
+                continue
+            arguments = item.get("arguments", item.get("parameters", {}))
+            self._add(item["name"], arguments, item.get("id") if isinstance(item.get("id"), str) else None)
+
+    def _take_broken(self, body: str) -> None:
+        name = _NAME_IN_JSON.search(body)
+        if name is None:
+            self.failed.append(body)
+            return
+        args = _ARGS_IN_JSON.search(body)
+        raw = body[args.end() :].strip() if args else body.strip()
+        if raw.endswith("}") and raw.count("}") > raw.count("{"):
+            raw = raw[:-1].rstrip()  # the closing brace of the outer object
+        try:
+            json.loads(raw)
+        except ValueError:
+            pass
+        else:
+            raw = body.strip()  # the arguments parse but the whole did not: give the loop the whole text
+        self.calls.append(ToolCallRequest(id=_new_id(), name=name.group(1), arguments=raw or body))
+
+    def _take_xml(self, body: str) -> None:
+        match = _XML_FUNCTION.search(body)
+        if match is None:
+            self.failed.append(body)
+            return
+        name = match.group(1)
+        schema = self._schemas.get(name) or {}
+        props = schema.get("properties") or {}
+        args: dict[str, Any] = {}
+        for pname, value in _XML_PARAMETER.findall(body[match.end() :]):
+            args[pname] = _coerce(value, props.get(pname))
+        self._add(name, args)
+
+    def _fence_call(self, body: str) -> bool:
+        text = body.strip()
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return False
+        items = data if isinstance(data, list) else [data]
+        if not items or not all(
+            isinstance(i, dict) and i.get("name") in self._schemas and ("arguments" in i or "parameters" in i)
+            for i in items
+        ):
+            return False
+        for item in items:
+            self._add(item["name"], item.get("arguments", item.get("parameters")))
+        return True
+
+    def _add(self, name: str, args: Any, call_id: str | None = None) -> None:
+        if isinstance(args, str):
+            try:
+                parsed = json.loads(args)
+            except ValueError:
+                parsed = None
+            arguments: str | dict[str, Any] = parsed if isinstance(parsed, dict) else args
+        elif isinstance(args, dict):
+            arguments = args
+        else:
+            arguments = json.dumps(args)  # not an object: the loop reports it to the model
+        self.calls.append(ToolCallRequest(id=call_id or _new_id(), name=name, arguments=arguments))
+
+
+def _partial_marker_suffix(text: str) -> int:
+    """How many characters at the end of ``text`` could start a marker."""
+    longest = 0
+    for marker in MARKERS:
+        for n in range(min(len(marker) - 1, len(text)), longest, -1):
+            if text.endswith(marker[:n]):
+                longest = n
+                break
+    return longest
