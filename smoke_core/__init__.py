@@ -128,6 +128,17 @@ if TYPE_CHECKING:
     from ._images import Image
     from ._options import AgentOptions, Guards
     from ._permissions import PermissionGate, PermissionRequest
+    from ._provider_types import (
+        Finished,
+        ModelRequest,
+        Provider,
+        RetryPolicy,
+        TextDelta,
+        ThoughtDelta,
+        ToolCallRequest,
+        Usage,
+        UsageReport,
+    )
     from ._run import RunHandle, RunResult
     from ._store import MemoryStore, Store
     from ._tool_decorator import tool
@@ -146,14 +157,3 @@ if TYPE_CHECKING:
         ToolResult,
     )
     from ._workspace import Workspace, WorkspaceError
-    from .providers import (
-        Finished,
-        ModelRequest,
-        Provider,
-        RetryPolicy,
-        TextDelta,
-        ThoughtDelta,
-        ToolCallRequest,
-        Usage,
-        UsageReport,
-    )

@@ -19,10 +19,10 @@ from ._options import AgentOptions, Guards
 from ._output import OutputSpec
 from ._pauses import PauseBroker
 from ._permissions import ANSWERS, PermissionGate, PermissionRule
+from ._provider_types import Provider, ProviderRegistry, RetryPolicy
 from ._run import RunDeps, RunHandle, RunResult
 from ._store import Store
 from ._tools import ToolDefinition, ToolRegistry
-from .providers import Provider, ProviderRegistry, RetryPolicy
 from .secrets import Redactor
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ._messages import Message, user_message
-from .providers import ModelRequest, Provider, TextDelta
+from ._provider_types import ModelRequest, Provider, TextDelta
 
 
 class CompactableRun(Protocol):

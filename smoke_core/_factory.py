@@ -16,10 +16,10 @@ from ._options import AgentOptions, Guards
 from ._permissions import PermissionGate
 from ._plugins import collect_providers, create_plugin_manager
 from ._prompts import DEFAULT_SYSTEM_PROMPT
+from ._provider_types import ApiKey, Provider, ProviderRegistry, RetryPolicy
 from ._store import MemoryStore, Store
 from ._tools import TOOL_GROUPS, ToolDefinition, ToolRegistry
 from ._workspace import Workspace
-from .providers import ApiKey, Provider, ProviderRegistry, RetryPolicy
 from .sandbox import SandboxSettings
 
 log = logging.getLogger("smoke")

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._errors import AgentError
-from .providers import classify_http_status, parse_retry_after
+from ._provider_types import classify_http_status, parse_retry_after
 
 # In-band error codes/types (string form) → the HTTP status they stand for.
 _CODE_STATUS = {

@@ -31,7 +31,7 @@ from ._model_facts import (
     facts_from_models_entry,
     genai_prices_context_window,
 )
-from .providers import (
+from ._provider_types import (
     ApiKey,
     ModelRequest,
     ProviderEvent,

@@ -18,8 +18,7 @@ from ._hooks import HookRunner
 from ._messages import Message
 from ._options import Guards
 from ._pricing import price_usd
-from ._run_state import RunFailed, RunState, ToolCallRejected
-from .providers import (
+from ._provider_types import (
     Finished,
     ModelRequest,
     Provider,
@@ -30,6 +29,7 @@ from .providers import (
     Usage,
     UsageReport,
 )
+from ._run_state import RunFailed, RunState, ToolCallRejected
 
 
 class ModelCaller:

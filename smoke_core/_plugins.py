@@ -327,7 +327,7 @@ def collect_providers(pm: SmokePluginManager) -> Any:
     """A :class:`~smoke_core.providers.ProviderRegistry` filled by every
     ``register_providers`` implementation; a plugin that raises is logged and
     skipped (its providers are absent)."""
-    from .providers import ProviderRegistry
+    from ._provider_types import ProviderRegistry
 
     registry = ProviderRegistry()
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .providers import Usage
+from ._provider_types import Usage
 
 _unknown: set[tuple[str, str]] = set()
 

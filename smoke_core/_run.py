@@ -42,11 +42,11 @@ from ._options import AgentOptions, Guards
 from ._output import FINAL_RESULT, OutputSpec
 from ._pauses import PauseBroker
 from ._permissions import PermissionGate, PermissionRequest
+from ._provider_types import Provider, RetryPolicy, Usage
 from ._run_state import Interrupted, RunFailed, RunState, ToolCallRejected
 from ._tool_executor import ToolExecutor
 from ._tools import ToolDefinition, ToolRegistry
 from ._workspace import Workspace
-from .providers import Provider, RetryPolicy, Usage
 from .secrets import Redactor
 
 if TYPE_CHECKING:

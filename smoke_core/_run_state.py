@@ -9,8 +9,8 @@ from typing import Any
 
 from ._errors import AgentErrorInfo
 from ._messages import Message
+from ._provider_types import Usage
 from ._tools import ToolDefinition
-from .providers import Usage
 
 
 class RunFailed(Exception):

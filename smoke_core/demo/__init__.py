@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..providers import ModelRequest
+from .._provider_types import ModelRequest
 from ..testing import ScriptedProvider
 
 if TYPE_CHECKING:

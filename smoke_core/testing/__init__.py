@@ -16,8 +16,7 @@ from typing import Any
 
 from .._context import ToolContext
 from .._errors import AgentError, AgentErrorInfo
-from .._workspace import Workspace
-from ..providers import (
+from .._provider_types import (
     Finished,
     ModelRequest,
     ProviderEvent,
@@ -27,6 +26,7 @@ from ..providers import (
     Usage,
     UsageReport,
 )
+from .._workspace import Workspace
 
 __all__ = [
     "FakeProviderServer", "ProviderContract", "RecordedRequest", "Reply", "ScriptedProvider", "StoreContract",

@@ -53,7 +53,7 @@ from typing import Any
 
 from .._errors import AgentError
 from .._messages import user_message
-from ..providers import (
+from .._provider_types import (
     Finished,
     ModelRequest,
     ProviderEvent,

@@ -469,7 +469,7 @@ def compile_pattern(pattern: str, case_insensitive: bool) -> re.Pattern[str]:
 def py_files(
     cwd: Path, start: str, cancelled: asyncio.Event | None = None, *, skip_secrets: bool = False
 ) -> list[str]:
-    stop = (lambda: cancelled.is_set()) if cancelled is not None else (lambda: False)
+    stop: Callable[[], bool] = cancelled.is_set if cancelled is not None else (lambda: False)
     out = [display_name(os.fsencode(p)) for p in walk_files(cwd, start, cancelled=stop, skip_secrets=skip_secrets)]
     if cancelled is not None and cancelled.is_set():
         raise ToolError("search cancelled", code="tool_cancelled")
@@ -488,7 +488,7 @@ def py_grep(
     cancelled: asyncio.Event | None = None,
 ) -> GrepOutcome:
     regex = compile_pattern(pattern, case_insensitive)
-    stop = (lambda: cancelled.is_set()) if cancelled is not None else (lambda: False)
+    stop: Callable[[], bool] = cancelled.is_set if cancelled is not None else (lambda: False)
     files: list[FileHits] = []
     count = 0
     capped = False

@@ -247,7 +247,8 @@ def _clean_errors(fn: Any) -> Any:
     @functools.wraps(fn)
     async def wrapper(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
         try:
-            return await fn(input, ctx)
+            result: ToolResult = await fn(input, ctx)
+            return result
         except ToolError:
             raise
         except UnicodeError as exc:
@@ -282,7 +283,7 @@ async def glob_tool(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
     skip_secrets = _skip_secrets(raw_path, start, where) and not _names_secrets(pattern)
     deadline = time.monotonic() + GLOB_TIME_BUDGET
     cancelled = ctx.cancelled
-    stop = (lambda: cancelled.is_set()) if cancelled is not None else (lambda: False)
+    stop: Callable[[], bool] = cancelled.is_set if cancelled is not None else (lambda: False)
     engine, rg = _engines.choose_engine()
     listing_cut = False
     names: Iterable[str]
