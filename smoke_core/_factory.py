@@ -65,7 +65,7 @@ def create_agent(
     max_steps: int | None = None,
     retry: RetryPolicy | None = None,
     guards: Guards | None = None,
-    context_window: int = 128_000,
+    context_window: int | None = None,
     model_settings: dict[str, Any] | None = None,
     max_tool_output_chars: int = 30_000,
     autoload_plugins: bool = True,
@@ -249,7 +249,7 @@ def create_agent(
         store=store if store is not None else MemoryStore(),
         retry=retry or RetryPolicy(),
         guards=guards or Guards(),
-        compactor=Compactor(context_window=context_window),
+        compactor=Compactor(context_window=_context_window(context_window, provider_obj)),
         model_settings=dict(model_settings or {}),
         max_tool_output_chars=max_tool_output_chars,
         gate=PermissionGate(
@@ -259,6 +259,18 @@ def create_agent(
         settings=resolved,
     )
     return agent
+
+
+def _context_window(given: int | None, provider: Provider) -> int:
+    """``context_window=`` when given, else the model's own (``model_facts``:
+    the provider's settings, its ``/models`` answer, genai-prices), else 128k."""
+    if given is not None:
+        if not isinstance(given, int) or isinstance(given, bool) or given < 1000:
+            raise ValueError(f"context_window must be a whole number of tokens (at least 1000), got {given!r}")
+        return given
+    from ._model_facts import model_facts
+
+    return model_facts(provider).context_window
 
 
 def _resolve_provider(
