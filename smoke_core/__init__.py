@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._markers import hookimpl, hookspec
-from ._version import __version__
+from ._version import PLUGIN_API_VERSION, __version__
 
 __all__ = [
     "COMMAND_TOOLS",
@@ -19,6 +19,7 @@ __all__ = [
     "FILE_MUTATING_TOOLS",
     "PHASES",
     "PHASE_TOOLS",
+    "PLUGIN_API_VERSION",
     "READ_ONLY_TOOLS",
     "SEARCH_FAMILY_TOOLS",
     "TOOL_GROUPS",

@@ -28,7 +28,7 @@ import pluggy
 from . import hookspecs
 from ._hooks import HookRunner, PluginRefused, check_plugin
 from ._markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl
-from ._version import __version__
+from ._version import PLUGIN_API_VERSION, __version__
 
 
 def _log() -> Any:
@@ -167,9 +167,39 @@ def load_entry_point_plugins() -> list[PluginInfo]:
         except Exception as exc:  # a broken plugin never takes the others down
             info.error = f"{type(exc).__name__}: {exc}"
             _log().warning("smoke: plugin %r (%s) failed to load and is skipped: %s", name, dist, info.error)
+        else:
+            problem = api_problem(info.plugin)
+            if problem is not None:
+                info.error, info.plugin = problem, None
+                _log().warning("smoke: plugin %r (%s) is skipped: %s", name, dist, problem)
         infos.append(info)
     _loaded[key] = infos
     return infos
+
+
+def api_problem(plugin: object) -> str | None:
+    """Why ``plugin`` cannot be used with this smoke-core, or None. A plugin
+    states the plugin API it needs as ``__smoke_plugin_api__`` (a PEP 440
+    specifier such as ``">=1.0,<2"``) in its module (or object); without it,
+    the plugin is taken to need the API it was written against — any 1.x."""
+    wanted = getattr(plugin, "__smoke_plugin_api__", None)
+    if wanted is None:
+        return None
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    if not isinstance(wanted, str):
+        return f"incompatible: __smoke_plugin_api__ must be a version specifier such as '>=1.0,<2', got {wanted!r}"
+    try:
+        spec = SpecifierSet(wanted)
+    except InvalidSpecifier:
+        return f"incompatible: __smoke_plugin_api__ = {wanted!r} is not a version specifier (e.g. '>=1.0,<2')"
+    if PLUGIN_API_VERSION in spec:
+        return None
+    return (
+        f"incompatible: the plugin needs Smoke's plugin API {wanted}, and this smoke-core "
+        f"{__version__} provides {PLUGIN_API_VERSION}; install a version of the plugin made for this "
+        f"smoke-core, or upgrade smoke-core"
+    )
 
 
 def _builtin_plugins() -> list[PluginInfo]:

@@ -17,9 +17,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._markers import hookimpl
+from ._version import PLUGIN_API_VERSION
 
 __all__ = [
     "ANSWERS",
+    "PLUGIN_API_VERSION",
     "ERROR_CODES",
     "EVENT_TYPES",
     "TOOL_KINDS",

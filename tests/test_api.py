@@ -5,7 +5,7 @@ from __future__ import annotations
 import smoke_core
 
 EXPECTED = {
-    "COMMAND_TOOLS", "ERROR_CODES", "EVENT_TYPES", "FILE_MUTATING_TOOLS", "PHASES", "PHASE_TOOLS",
+    "COMMAND_TOOLS", "ERROR_CODES", "EVENT_TYPES", "FILE_MUTATING_TOOLS", "PHASES", "PHASE_TOOLS", "PLUGIN_API_VERSION",
     "READ_ONLY_TOOLS", "SEARCH_FAMILY_TOOLS", "TOOL_GROUPS", "Agent", "AgentError", "AgentErrorInfo",
     "AgentOptions", "Event", "Finished", "Guards", "Image", "MemoryStore", "ModelRequest", "PermissionGate",
     "PermissionRequest", "Provider", "RetryPolicy", "RunHandle", "RunResult", "Store", "TextDelta",

@@ -311,3 +311,20 @@ def test_one_distribution_with_two_entry_points_loads_both(tmp_path):
     assert proc.returncode == 0, proc.stderr
     tools = {t["name"]: t["source"] for t in json.loads(proc.stdout)}
     assert tools == {"tool_one": "smoke-twins:one", "tool_two": "smoke-twins:two"}
+
+
+def test_a_plugin_needing_another_plugin_api_is_reported_and_skipped(tmp_path):
+    body = "from smoke_core import hookimpl\n__smoke_plugin_api__ = '{}'\n\n@hookimpl\ndef register_commands(cli):\n    pass\n"
+    _fake_dist(tmp_path, "smoke-future", "future", "smoke_future_mod", body.format(">=2.0"))
+    _fake_dist(tmp_path, "smoke-today", "today", "smoke_today_mod", body.format(">=1.0,<2"))
+    _fake_dist(tmp_path, "smoke-garbled", "garbled", "smoke_garbled_mod", body.format("version one"))
+    env = {"PYTHONPATH": str(tmp_path), "SMOKE_LOAD_PLUGINS": "future,today,garbled", "SMOKE_NO_PLUGIN_CACHE": "1"}
+    proc = smoke_cli("plugins", "--json", env_extra=env)
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["name"]: r for r in json.loads(proc.stdout)}
+    assert rows["today"]["error"] is None and rows["today"]["hooks"] == ["register_commands"]
+    assert "needs Smoke's plugin API >=2.0" in rows["future"]["error"] and "provides 1.0" in rows["future"]["error"]
+    assert "is not a version specifier" in rows["garbled"]["error"]
+    # the skipped plugin took part in nothing: commands still work
+    proc = smoke_cli("tools", "--json", "--workspace", str(tmp_path), env_extra=env)
+    assert proc.returncode == 0, proc.stderr
