@@ -21,9 +21,9 @@ from ._version import PLUGIN_API_VERSION
 
 __all__ = [
     "ANSWERS",
-    "PLUGIN_API_VERSION",
     "ERROR_CODES",
     "EVENT_TYPES",
+    "PLUGIN_API_VERSION",
     "TOOL_KINDS",
     "Agent",
     "AgentError",
