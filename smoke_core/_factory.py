@@ -250,7 +250,7 @@ def create_agent(
         retry=retry or RetryPolicy(),
         guards=guards or Guards(),
         compactor=Compactor(context_window=context_window),
-        model_settings=dict(model_settings or {}),
+        model_settings=_model_settings(model_settings, values.get("stream")),
         max_tool_output_chars=max_tool_output_chars,
         gate=PermissionGate(
             options.permission, auto_approve=options.auto_approve, rules=resolved.rules,
@@ -259,6 +259,14 @@ def create_agent(
         settings=resolved,
     )
     return agent
+
+
+def _model_settings(given: dict[str, Any] | None, stream: bool | None) -> dict[str, Any]:
+    """``model_settings`` as given; the ``stream`` setting (files, flags) fills in ``"stream"``."""
+    settings = dict(given or {})
+    if stream is not None:
+        settings.setdefault("stream", stream)
+    return settings
 
 
 def _resolve_provider(
