@@ -19,7 +19,7 @@ def _fail(message: str) -> None:
     sys.exit(EXIT_USAGE)
 
 
-def _inspection_agent(workspace: str, *, quiet: bool = False) -> Any:
+def _inspection_agent(workspace: str, *, quiet: bool = False, hooks: dict[str, Any] | None = None) -> Any:
     """An agent with no provider, for commands that list what an agent would
     have. ``quiet``: the command prints the settings warnings itself."""
     import logging
@@ -32,9 +32,11 @@ def _inspection_agent(workspace: str, *, quiet: bool = False) -> Any:
     if quiet:
         logger.setLevel(logging.ERROR)
     try:
-        return create_agent(workspace, provider=_NoProvider(), trust_workspace=None)
+        return create_agent(workspace, provider=_NoProvider(), trust_workspace=None, hooks=hooks)
     except (ConfigError, ValueError, TypeError, OSError) as exc:
-        _fail(str(exc))
+        from ._cli_run import cli_words
+
+        _fail(cli_words(exc))
     finally:
         logger.setLevel(level)
 
@@ -84,10 +86,29 @@ def plugins_impl(as_json: bool) -> None:
         click.echo(f"(autoloading restricted by SMOKE_LOAD_PLUGINS={os.environ['SMOKE_LOAD_PLUGINS']!r})")
 
 
+_LISTING_ONLY = "smoke tools lists the tools; it calls no model"
+
+
+def _stop_before_the_model() -> dict[str, Any]:
+    return {"block": True, "reason": _LISTING_ONLY}
+
+
 def tools_impl(workspace: str, as_json: bool) -> None:
-    """List the tools every installed plugin registers, by group."""
-    agent = _inspection_agent(workspace)
-    tools = sorted(agent.tools.values(), key=lambda t: (t.group or "~", t.name))
+    """List the tools every installed plugin registers, by group; the tools
+    plugins add when a run starts (MCP servers) — those a run would start
+    without asking; the others are named as not started yet — and whether
+    commands run in the OS sandbox."""
+    from . import sandbox
+
+    agent = _inspection_agent(workspace, hooks={"before_model_call": _stop_before_the_model})
+    not_started: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    found = agent.tools
+    if agent.plugin_manager.hook.before_run.get_hookimpls():
+        import asyncio
+
+        found, not_started, warnings = asyncio.run(_tools_at_run_start(agent))
+    tools = sorted(found.values(), key=lambda t: (t.group or "~", t.name))
     rows: list[dict[str, Any]] = [
         {
             "name": t.name,
@@ -99,22 +120,108 @@ def tools_impl(workspace: str, as_json: bool) -> None:
         }
         for t in tools
     ]
+    st = sandbox.status()
+    settings = agent.settings.values.get("sandbox") if agent.settings is not None else None
+    mode = getattr(settings, "mode", None) or "auto"
+    box = {**st.to_dict(), "mode": mode, "reason": st.reason()}
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(json.dumps({"tools": rows, "not_started": not_started, "warnings": warnings, "sandbox": box},
+                              indent=2))
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"Smoke tools ({len(rows)})")
-    for col in ("group", "tool", "read-only", "label", "icon", "tone", "plugin"):
-        table.add_column(col)
+    from .display import visible
+
+    console = Console(highlight=False)
+    table = Table(title=f"Smoke tools ({len(rows)})", expand=False)
+    longest = max((len(r["name"]) + 2 for r in rows), default=4)
+    table.add_column("tool", no_wrap=True, min_width=longest)  # never cut: it is what rules and models name
+    table.add_column("ro", no_wrap=True)
+    table.add_column("label", overflow="fold")
+    table.add_column("plugin", overflow="fold")
+    group: object = None
     for r in rows:
+        if r["group"] != group:
+            group = r["group"]
+            table.add_row(f"[bold cyan]{escape(str(group or 'other'))}[/bold cyan]", "", "", "")
         p = r["presentation"]
-        table.add_row(
-            r["group"] or "-", r["name"], "yes" if r["read_only"] else "no", p.get("label") or "",
-            p.get("icon") or "", p.get("tone") or "", r["source"] or "-",
-        )
-    Console().print(table)
+        label = " ".join(x for x in (p.get("icon"), p.get("label")) if x)
+        table.add_row(f"  {escape(visible(r['name']))}", "yes" if r["read_only"] else "no",
+                      escape(visible(label)), escape((r["source"] or "-").split(":", 1)[0]))
+    console.print(table)
+    console.print("[dim]ro: read-only (runs without asking); the others ask unless a rule allows them[/dim]")
+    for item in not_started:
+        console.print(f"[yellow]•[/yellow] {escape(visible(item['what']))}: {escape(visible(item['status']))}")
+    for warning in warnings:
+        console.print(f"[yellow]⚠ {escape(visible(warning))}[/yellow]")
+    if st.works:
+        where = "run sandboxed" if mode != "off" else "run WITHOUT it (sandbox.mode: off)"
+        console.print(f"sandbox: available ({escape(st.bwrap or 'bwrap')}): commands {where}")
+    else:
+        consequence = ("commands are refused (sandbox.mode: required)" if mode == "required"
+                       else "commands run without it" + (" (one warning per run)" if mode == "auto" else ""))
+        console.print(f"sandbox: [yellow]not available[/yellow] — {escape(st.reason())}; {consequence}. "
+                      f"`smoke doctor` says more.")
+
+
+async def _tools_at_run_start(agent: Any) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
+    """Let the plugins that add tools when a run starts (smoke-mcp's servers)
+    add them, in a run that stops before the model (a ``before_model_call``
+    block). Whatever would ask a person first (an MCP server from a file of
+    the workspace) is not started: it is returned as not started yet."""
+    pending: dict[str, dict[str, Any]] = {}
+    warnings: list[str] = []
+
+    def asked(event: Any) -> None:
+        d = event.data
+        kind = str(d.get("kind") or "")
+        what = f"{kind.replace('_', ' ')} {d.get('tool_name')!r}" if kind != "tool" else str(d.get("tool_name"))
+        pending[str(d.get("tool_name"))] = {
+            "kind": kind, "name": d.get("tool_name"), "what": what, "reason": d.get("reason"),
+            "status": "not started yet — a run asks for your approval before it starts it; its tools are "
+                      "listed once it runs" + (f" (`smoke mcp tools {d.get('tool_name')}` starts it now)"
+                                               if kind == "mcp_server" else ""),
+        }
+        agent.resolve_permission(d["tool_call_id"], "deny")
+
+    def warned(event: Any) -> None:
+        err = event.data.get("error") or {}
+        name = (err.get("details") or {}).get("server")
+        if name is None:
+            warnings.append(str(err.get("message", "")))  # e.g. a .mcp.json that cannot be read
+        elif str(name) not in pending:  # not the denial above: it could not start
+            pending[str(name)] = {"kind": "mcp_server", "name": name, "what": f"mcp server {name!r}",
+                                  "reason": None, "status": f"not started — {err.get('message', '')}"}
+
+    agent.on("permission.required", asked)
+    agent.on("run.warning", warned)
+    harness = agent.workspace.root / ".smoke"
+    existed = {p for p in (harness, harness / "runs") if p.exists()}
+    run_ids: list[str] = []
+    agent.on("run.started", lambda e: run_ids.append(e.run_id))
+    try:
+        await agent.run("list the tools")
+        return dict(agent.tools), list(pending.values()), warnings
+    finally:
+        await agent.aclose()
+        _remove_listing_traces(harness, run_ids, existed)
+
+
+def _remove_listing_traces(harness: Any, run_ids: list[str], existed: set[Any]) -> None:
+    """Listing tools leaves nothing in the workspace: the run folder a
+    started server logged into goes, and so do the folders it created."""
+    import shutil
+
+    for run_id in run_ids:
+        shutil.rmtree(harness / "runs" / run_id, ignore_errors=True)
+    for folder in (harness / "runs", harness):
+        if folder not in existed:
+            try:
+                folder.rmdir()
+            except OSError:  # not empty (something else wrote there) or gone
+                pass
 
 
 def trust_impl(path: str, *, revoke: bool, list_: bool) -> None:
@@ -211,3 +318,64 @@ def permissions_impl(workspace: str, as_json: bool) -> None:
         c.print("rules: none")
     for warning in resolved.warnings:
         c.print(f"[yellow]⚠ {escape(visible(warning))}[/yellow]")
+
+
+def providers_impl(as_json: bool) -> None:
+    """``smoke providers``: every installed provider (the OpenAI-compatible
+    presets included) with its key variable, default model and base URL."""
+    from ._cli_run import cli_words
+    from ._plugins import collect_providers, create_plugin_manager
+
+    registry = collect_providers(create_plugin_manager())
+    rows: list[dict[str, Any]] = []
+    for spec in registry.specs():
+        base_url, needs = _default_base_url(spec)
+        rows.append({
+            "name": spec.name,
+            "env_var": spec.env_var,
+            "key_set": bool(spec.env_var and os.environ.get(spec.env_var)),
+            "default_model": spec.default_model,
+            "base_url": base_url,
+            "base_url_note": needs,
+            "description": cli_words(spec.description),
+            "source": spec.source,
+        })
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(highlight=False)
+    if not rows:
+        console.print("no providers installed: pip install smoke-provider-openai smoke-provider-anthropic")
+        return
+    console.print(f"[bold]Smoke providers ({len(rows)})[/bold]")
+    for r in rows:
+        if r["env_var"]:
+            key = f"key {r['env_var']}" + (" [green](set)[/green]" if r["key_set"] else " [dim](not set)[/dim]")
+        else:
+            key = "no key"
+        about = f" · [dim]{escape(r['description'])}[/dim]" if r["description"] else ""
+        console.print(f"[bold cyan]{escape(r['name'])}[/bold cyan] · {key}{about}")
+        where = escape(r["base_url"] or r["base_url_note"] or "-")
+        console.print(f"    {where} · default model {escape(r['default_model'] or '(none: set --model)')}")
+    console.print("[dim]Choose one with --provider NAME (or --model NAME:MODEL), or `provider:` in your user "
+                  "settings; --base-url points it at another server.[/dim]")
+
+
+def _default_base_url(spec: Any) -> tuple[str | None, str | None]:
+    """``(base URL, note)``: the endpoint the provider uses when given no
+    --base-url (read from a provider built without a key, which calls
+    nothing), or why there is none."""
+    try:
+        provider = spec.factory(model=spec.default_model or "model", api_key=None, user_id=None)
+    except (ValueError, TypeError) as exc:
+        from ._cli_run import cli_words
+
+        text = cli_words(exc)
+        return None, "set --base-url" if "--base-url" in text else text
+    except Exception as exc:  # a provider plugin's own failure; the list goes on
+        return None, f"(cannot tell: {type(exc).__name__})"
+    url = getattr(provider, "base_url", None)
+    return (str(url) if url else None), None if url else "(no endpoint)"
