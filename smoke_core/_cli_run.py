@@ -40,23 +40,35 @@ class TerminalUI:
     ``approve``: "ask" (prompt) or "deny" (no terminal: refuse with a message
     saying how to allow). ``yes``: ``--yes`` was given, so the gate already
     allows what it may (``auto_approve``); what still asks was sent to a
-    person by a rule or by managed settings.
+    person by a rule or by managed settings. ``chat``: the turns of a chat
+    (no header per run, a shorter summary). ``reader``: an async
+    ``reader(prompt) -> line`` for the answers (default: stdin, read in a
+    daemon thread).
+
+    A subagent's events (``parent_tool_call_id``) are drawn indented under the
+    ``task`` card that started them, one level per depth; its ``subagent.*``
+    lifecycle is a line of that block, never the end of the run.
     """
 
     def __init__(self, agent: Any, *, approve: str, label: str | None = None, stderr: bool = False,
-                 yes: bool = False) -> None:
+                 yes: bool = False, chat: bool = False, reader: Any = None) -> None:
         from rich.console import Console
 
         self.agent = agent
         self.approve = approve
         self.yes = yes
+        self.chat = chat
+        self._reader = reader
+        self._out = sys.stderr if stderr else sys.stdout
         self._remember_scope: str | None = None
         self.console = Console(highlight=False, soft_wrap=True, stderr=stderr)
         self.presentations = agent.get_tool_presentations()
         self.label = label
         self._status: Any = None
         self._inline = False
+        self._streamed: list[str] = []
         self._tool_t0: dict[str, float] = {}
+        self._depth: dict[str, int] = {}
         self._phase = "understand"
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Future[Any]] = set()
@@ -84,18 +96,26 @@ class TerminalUI:
     # -- events
     def handle(self, event: Any) -> None:
         t, d = event.type, event.data
+        parent = d.get("parent_tool_call_id")
+        if parent is not None:
+            self._handle_nested(t, d, parent)
+            return
         c = self.console
         if t == "run.started":
-            head = f"[bold]smoke[/bold] · {d.get('provider')} · {d.get('model')}"
+            self._streamed = []
+            if self.chat:
+                return
+            head = f"[bold]smoke[/bold] · {_esc(d.get('provider'))} · {_esc(d.get('model'))}"
             if self.label:
                 head += f"\n[magenta]{self.label}[/magenta]"
             c.print(head)
-            c.print(f"[dim]task:[/dim] {d.get('task')}")
+            c.print(f"[dim]task:[/dim] {_show(d.get('task'))}")
         elif t == "step.started":
             self._spin(f"thinking… (step {d['step']}, phase {self._phase})")
         elif t == "text.delta":
             self._stop_spin()
             c.print(_plain(d["text"]), end="", markup=False)
+            self._streamed.append(d["text"])
             self._inline = True
         elif t == "text.thought":
             self._stop_spin()
@@ -105,71 +125,150 @@ class TerminalUI:
             self._end_inline()
         elif t == "text.discarded":
             self._end_inline()
+            self._streamed = []
             c.print("[yellow]↺ the partial reply above was discarded; retrying[/yellow]")
-        elif t == "tool.started":
+        elif t == "phase.changed":
+            self._phase = d["phase"]
+            if not self.chat:
+                c.print(f"[cyan]── phase: {d['phase']}[/cyan]")
+        elif t == "compaction.completed":
+            c.print(f"[dim]context compacted: {d['messages_before']} → {d['messages_after']} messages[/dim]")
+        elif t in ("run.completed", "run.failed", "run.interrupted"):
+            self._run_ended(t, d)
+        elif t in ("permission.required", "ask_user.required"):
+            self._pause(t, d, "")
+        else:
+            self._card(t, d, "", 0)
+
+    def _handle_nested(self, t: str, d: dict[str, Any], parent: str) -> None:
+        """A subagent's event, drawn under the ``task`` card ``parent``."""
+        depth = self._depth.get(parent, 0) + 1
+        pad = "  " * depth
+        c = self.console
+        if t == "subagent.started":
             self._stop_spin()
             self._end_inline()
-            self._tool_t0[d["tool_call_id"]] = time.perf_counter()
+            c.print(f"{pad}[magenta]↳ subagent[/magenta] [dim]· {_esc(d.get('model'))} · "
+                    f"{len(d.get('tools') or [])} tools · up to {d.get('step_limit')} steps[/dim]")
+        elif t == "subagent.completed":
+            steps = int(d.get("steps") or 0)
+            c.print(f"{pad}[magenta]↳ subagent done[/magenta] [dim]· {steps} step{'' if steps == 1 else 's'} · "
+                    f"{usage_summary(d.get('usage'))}[/dim]")
+        elif t == "subagent.failed":
+            err = d.get("error") or {}
+            c.print(f"{pad}[red]↳ subagent failed[/red] {_esc('[' + str(err.get('code')) + ']')} "
+                    f"{_esc(cli_words(err.get('message', '')))}")
+        elif t == "subagent.interrupted":
+            c.print(f"{pad}[yellow]↳ subagent interrupted[/yellow]")
+        elif t == "text.end":
+            lines = [ln for ln in str(d.get("text") or "").splitlines() if ln.strip()]
+            for line in lines[:6]:
+                c.print(f"{pad}[dim]{_show(line[:200])}[/dim]")
+            if len(lines) > 6:
+                c.print(f"{pad}[dim]… ({len(lines) - 6} more lines)[/dim]")
+        elif t in ("permission.required", "ask_user.required"):
+            self._pause(t, d, pad)
+        elif t not in ("text.delta", "text.thought", "text.discarded"):
+            self._card(t, d, pad, depth)
+
+    def _card(self, t: str, d: dict[str, Any], pad: str, depth: int) -> None:
+        """Tool cards, todos and warnings, at the indentation ``pad``."""
+        c = self.console
+        if t == "tool.started":
+            self._stop_spin()
+            self._end_inline()
+            call_id = d["tool_call_id"]
+            self._depth[call_id] = depth
+            self._tool_t0[call_id] = time.perf_counter()
             p = d.get("presentation") or {}
-            c.print(f"{p.get('icon') or '•'} [bold]{_esc(p.get('label') or d['tool_name'])}[/bold] "
+            c.print(f"{pad}{p.get('icon') or '•'} [bold]{_esc(p.get('label') or d['tool_name'])}[/bold] "
                     f"[dim]{_esc(visible(_summary(d['tool_name'], d.get('input') or {})))}[/dim]")
         elif t == "tool.output":
             text = d.get("text", "")
             for line in text.rstrip("\n").splitlines()[-5:]:
-                c.print(f"  [dim]│ {_show(line[:200])}[/dim]")
+                c.print(f"{pad}  [dim]│ {_show(line[:200])}[/dim]")
         elif t == "tool.completed":
             p = d.get("presentation") or {}
             ms = d.get("duration_ms") or 0
             text = " ".join(b.get("text", "") for b in d.get("content", []) if b.get("type") == "text")
             first = next((ln for ln in text.splitlines() if ln.strip()), "")[:160]
+            badge = f" [cyan]{_esc(p['badge'])}[/cyan]" if p.get("badge") else ""
             if d.get("is_error"):
-                c.print(f"  [red]✗ {_show(first or 'error')}[/red] [dim]({ms:.0f} ms)[/dim]")
+                c.print(f"{pad}  [red]✗ {_show(first or 'error')}[/red] [dim]({ms:.0f} ms)[/dim]{badge}")
             else:
                 tone = {"success": "green", "warning": "yellow", "error": "red"}.get(p.get("tone") or "", "green")
-                c.print(f"  [{tone}]✓[/{tone}] [dim]{_show(first)} ({ms:.0f} ms)[/dim]")
-        elif t == "phase.changed":
-            self._phase = d["phase"]
-            c.print(f"[cyan]── phase: {d['phase']}[/cyan]")
+                c.print(f"{pad}  [{tone}]✓[/{tone}] [dim]{_show(first)} ({ms:.0f} ms)[/dim]{badge}")
         elif t == "todo.updated":
             marks = {"completed": "[green]✔[/green]", "in_progress": "[yellow]▶[/yellow]", "cancelled": "[dim]✗[/dim]"}
             for todo in d.get("todos", []):
-                c.print(f"  {marks.get(todo.get('status'), '○')} {_show(todo.get('content', ''))}")
+                c.print(f"{pad}  {marks.get(todo.get('status'), '○')} {_show(todo.get('content', ''))}")
         elif t == "run.warning":
             self._stop_spin()
             err = d.get("error") or {}
             retry = f" (retry in {d['retry_in_ms']} ms)" if d.get("retry_in_ms") is not None else ""
-            c.print(f"[yellow]⚠ {_esc(err.get('message', ''))}{retry}[/yellow]")
-        elif t == "compaction.completed":
-            c.print(f"[dim]context compacted: {d['messages_before']} → {d['messages_after']} messages[/dim]")
-        elif t in ("run.completed", "run.failed", "run.interrupted"):
-            self._stop_spin()
-            self._end_inline()
-            u = d.get("usage") or {}
-            tokens = f"{u.get('input_tokens', 0)} in / {u.get('output_tokens', 0)} out tokens, {d.get('steps', 0)} steps"
-            if t == "run.completed":
-                c.print(f"\n[bold green]✔ completed[/bold green] · {tokens}")
-                if d.get("text"):
-                    c.print(_show(d["text"]))
-            elif t == "run.failed":
-                err = d.get("error") or {}
-                c.print(f"\n[bold red]✗ failed[/bold red] [{err.get('code')}] {_esc(err.get('message', ''))} · {tokens}")
-                if err.get("hint"):
-                    c.print(f"[dim]hint: {_esc(err['hint'])}[/dim]")
-            else:
-                c.print(f"\n[bold yellow]■ interrupted[/bold yellow] · {tokens}")
-        elif t == "permission.required":
-            self._stop_spin()
-            self._end_inline()
+            c.print(f"{pad}[yellow]⚠ {_esc(cli_words(err.get('message', '')))}{retry}[/yellow]")
+
+    def _pause(self, t: str, d: dict[str, Any], pad: str) -> None:
+        self._stop_spin()
+        self._end_inline()
+        if pad:
+            self.console.print(f"{pad}[dim](asked by the subagent)[/dim]")
+        if t == "permission.required":
             self._spawn(self._ask_permission(d))
-        elif t == "ask_user.required":
-            self._stop_spin()
-            self._end_inline()
+        else:
             self._spawn(self._ask_question(d))
+
+    def _run_ended(self, t: str, d: dict[str, Any]) -> None:
+        c = self.console
+        self._stop_spin()
+        self._end_inline()
+        steps = int(d.get("steps") or 0)
+        summary = f"{steps} step{'' if steps == 1 else 's'} · {usage_summary(d.get('usage'))}"
+        if t == "run.completed":
+            c.print(f"\n[bold green]✔ completed[/bold green] · {summary}" if not self.chat
+                    else f"[dim]· {summary}[/dim]")
+            text = d.get("text")
+            if text and str(text).strip() != "".join(self._streamed).strip():
+                c.print(_show(text))
+        elif t == "run.failed":
+            err = d.get("error") or {}
+            c.print(f"\n[bold red]✗ failed[/bold red] {_esc('[' + str(err.get('code')) + ']')} "
+                    f"{_esc(cli_words(err.get('message', '')))} · {summary}")
+            for line in self._failure_hints(err):
+                c.print(f"[dim]hint: {_esc(line)}[/dim]")
+        else:
+            c.print(f"\n[bold yellow]■ interrupted[/bold yellow] · {summary}")
+
+    def _failure_hints(self, err: dict[str, Any]) -> list[str]:
+        hints = [cli_words(err["hint"])] if err.get("hint") else []
+        details = err.get("details") or {}
+        if details.get("status") == 404:
+            hints.extend(not_found_hints(self.agent.provider))
+        return [h for h in hints if h]
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)  # keep a reference until done
         task.add_done_callback(self._tasks.discard)
+
+    def cancel_prompts(self) -> None:
+        """Stop the questions still waiting for an answer (the run ended)."""
+        for task in list(self._tasks):
+            task.cancel()
+
+    async def _read(self, prompt: str) -> str:
+        if self._reader is not None:
+            return str(await self._reader(prompt))
+        return str(await _in_daemon_thread(_read_line, prompt, self._out))
+
+    async def _choose(self, question: str, choices: dict[str, str], default: str = "deny") -> str:
+        """Ask until one of ``choices`` (case-sensitive first letters) is typed; empty = ``default``."""
+        while True:
+            answer = (await self._read(question)).strip()[:1]
+            if answer in choices:
+                return choices[answer]
+            if answer == "":
+                return default
 
     async def _ask_permission(self, d: dict[str, Any]) -> None:
         call_id = d["tool_call_id"]
@@ -200,7 +299,7 @@ class TerminalUI:
             choices = {"y": "allow", "Y": "allow", "a": "allow_run", "n": "deny", "N": "deny"}
             if is_tool:
                 choices["A"] = "allow_always"
-            answer = await _in_daemon_thread(_prompt, question, choices)
+            answer = await self._choose(question, choices)
             remember = None
             if answer == "allow_always":
                 remember = await self._remember_where()
@@ -228,8 +327,8 @@ class TerminalUI:
                     "the rule goes to your user settings, with the folder's full path[/dim]")
             self._remember_scope = "user"
         else:
-            answer = await _in_daemon_thread(
-                _prompt, "  remember for this folder (.smoke/config.local.yaml) [l] or in your user settings [u]? ",
+            answer = await self._choose(
+                "  remember for this folder (.smoke/config.local.yaml) [l] or in your user settings [u]? ",
                 {"l": "local", "L": "local", "u": "user", "U": "user"}, "local",
             )
             self._remember_scope = answer
@@ -247,10 +346,73 @@ class TerminalUI:
             options = d.get("options") or []
             for i, opt in enumerate(options, 1):
                 c.print(f"  {i}. {_show(str(opt))}")
-            text = await _in_daemon_thread(_read_line, "  answer: ")
+            text = await self._read("  answer: ")
             if text.strip().isdigit() and options and 1 <= int(text) <= len(options):
                 text = str(options[int(text) - 1])
         self.agent.respond(call_id, text)
+
+
+def usage_summary(usage: Any) -> str:
+    """``"1,234 in / 56 out tokens · $0.0012"``: tokens always, dollars when
+    the price is known (``cost_usd``), "unknown price" when it is not."""
+    u = usage or {}
+    tokens_in, tokens_out = int(u.get("input_tokens") or 0), int(u.get("output_tokens") or 0)
+    text = f"{tokens_in:,} in / {tokens_out:,} out tokens"
+    extra = [f"{int(u[k]):,} {label}" for k, label in (("cache_read_tokens", "cached"),
+                                                         ("reasoning_tokens", "reasoning"))
+             if u.get(k)]
+    if extra:
+        text += f" ({', '.join(extra)})"
+    cost = u.get("cost_usd")
+    if cost is not None:
+        text += f" · {format_usd(float(cost))}"
+    elif tokens_in or tokens_out:
+        text += " · unknown price"
+    return text
+
+
+def format_usd(cost: float) -> str:
+    """Dollars, with the digits a small amount needs (``$0.000045``, ``$1.23``)."""
+    if cost == 0:
+        return "$0"
+    if cost >= 0.01:
+        return f"${cost:.2f}"
+    text = f"{cost:.6f}".rstrip("0").rstrip(".")
+    return f"${text}" if text != "0" else "<$0.000001"
+
+
+def not_found_hints(provider: Any) -> list[str]:
+    """What to say about an HTTP 404 from the provider: the URL requested and,
+    for an endpoint without ``/v1``, the likely fix."""
+    from urllib.parse import urlsplit
+
+    try:
+        url = str(provider.url)
+    except Exception:  # an adapter without a URL (or one that cannot say)
+        return []
+    hints = [f"the server answered 404 Not Found for POST {url}"]
+    base = str(getattr(provider, "base_url", "") or "")
+    if base and "/v1" not in urlsplit(base).path:
+        hints.append(f"OpenAI-compatible servers usually serve under /v1: try --base-url {base.rstrip('/')}/v1")
+    return hints
+
+
+def cli_words(text: Any) -> str:
+    """A library message in the words of the command line: ``base_url=`` is
+    ``--base-url``, ``model=`` is ``--model``; "pass api_key=" is dropped (the
+    CLI takes keys from the environment)."""
+    import re
+
+    out = re.sub(r"\s*or pass api_key=(\.?)", r"\1", str(text))
+    out = out.replace("Pass a valid api_key=.", "Check the API key in the provider's key variable "
+                                                "(`smoke providers` lists them).")
+    out = out.replace(", or a provider object", "").replace(" or pass a provider object", "")
+    out = re.sub(r"\b(provider|model)='([^']*)'", r"--\1 \2", out)
+    for name in ("base_url", "model", "provider", "max_steps"):
+        flag = "--" + name.replace("_", "-")
+        out = re.sub(rf"(?<![\w.-]){name}=(?=\s|$|[.,;:)])", flag, out)
+        out = re.sub(rf"(?<![\w.-]){name}=", flag + " ", out)
+    return out
 
 
 async def _in_daemon_thread(fn: Any, *args: Any) -> Any:
@@ -291,9 +453,10 @@ def _prompt(question: str, choices: dict[str, str], default: str = "deny") -> st
             return default
 
 
-def _read_line(prompt: str) -> str:
-    sys.stdout.write(prompt)
-    sys.stdout.flush()
+def _read_line(prompt: str, out: Any = None) -> str:
+    stream = out if out is not None else sys.stdout
+    stream.write(prompt)
+    stream.flush()
     line = sys.stdin.readline()
     return line.rstrip("\n") if line else ""
 
@@ -387,9 +550,11 @@ def _color_diff_line(line: str) -> str:
 # ---------------------------------------------------------------- running
 
 
-def _run_agent(agent: Any, task: str, *, as_json: bool, approve: str, label: str | None = None,
-               yes: bool = False) -> int:
-    """Run ``task`` with rendering or JSON lines; returns the exit status."""
+def _run_agent(agent: Any, task: Any, *, as_json: bool, approve: str, label: str | None = None,
+               yes: bool = False, output: Any = None) -> tuple[int, Any]:
+    """Run ``task`` with rendering or JSON lines; the exit status and the
+    :class:`RunResult`. With ``output`` (an output type) the rendering goes to
+    stderr: stdout is for the validated result."""
 
     async def main() -> Any:
         loop = asyncio.get_running_loop()
@@ -410,10 +575,10 @@ def _run_agent(agent: Any, task: str, *, as_json: bool, approve: str, label: str
                 agent.on("permission.required", lambda e: ui._spawn(ui._ask_permission(e.data)))
                 agent.on("ask_user.required", lambda e: ui._spawn(ui._ask_question(e.data)))
         else:
-            ui = TerminalUI(agent, approve=approve, label=label, yes=yes)
+            ui = TerminalUI(agent, approve=approve, label=label, yes=yes, stderr=output is not None)
             agent.on_any(ui.handle)
         try:
-            return await agent.run(task)
+            return await agent.run(task, output_type=output)
         finally:
             try:
                 loop.remove_signal_handler(signal.SIGINT)
@@ -422,7 +587,7 @@ def _run_agent(agent: Any, task: str, *, as_json: bool, approve: str, label: str
             await agent.aclose()
 
     result = asyncio.run(main())
-    return {"completed": EXIT_OK, "failed": EXIT_FAILED, "interrupted": EXIT_INTERRUPTED}[result.status]
+    return {"completed": EXIT_OK, "failed": EXIT_FAILED, "interrupted": EXIT_INTERRUPTED}[result.status], result
 
 
 def _approve_mode(as_json: bool) -> str:
@@ -446,31 +611,93 @@ def _open_store(workspace: Path, *, new_session: bool = False) -> Any:
     return open_cli_store(workspace, new_session=new_session)
 
 
-def run_impl(task: str, workspace: str, provider: str | None, model: str | None, base_url: str | None,
-                session: str | None, yes: bool, as_json: bool, max_steps: int | None) -> None:
-    """Run TASK with a model in the workspace."""
-    from ._agent import new_session_id
+class AgentSetup:
+    """What ``smoke run`` and ``smoke chat`` resolve before making an agent:
+    the settings (flags included), the provider, model and endpoint."""
+
+    def __init__(self, ws: Path, resolved: Any, provider: str, model: str | None, base_url: str | None,
+                 note: str | None, flags: dict[str, Any], stream: bool) -> None:
+        self.ws = ws
+        self.resolved = resolved
+        self.provider = provider
+        self.model = model
+        self.base_url = base_url
+        self.note = note
+        self.flags = flags
+        self.stream = stream
+
+    def create(self, store: Any, session_id: str, *, model: str | None = None) -> Any:
+        """The agent, or one message and exit 2. ``model`` (``/model``) replaces
+        the model, and names the provider too when written ``provider:model``."""
+        from ._config import ConfigError
+        from ._factory import create_agent
+
+        provider, chosen_model, base_url = self.provider, self.model, self.base_url
+        if model is not None:
+            provider, chosen_model, base_url = self._switch(model)
+        try:
+            return create_agent(
+                self.ws, provider=provider, model=chosen_model, base_url=base_url, store=store,
+                session_id=session_id, max_steps=self.flags.get("max_steps"),
+                auto_approve=self.flags.get("auto_approve"), trust_workspace=self.resolved.trusted,
+                model_settings=None if self.stream else {"stream": False},
+            )
+        except (ConfigError, ValueError, TypeError, OSError) as exc:
+            raise SetupError(cli_words(exc)) from None
+
+    def _switch(self, spec: str) -> tuple[str, str | None, str | None]:
+        """``/model NAME`` or ``/model provider:NAME``: the endpoint stays only with its provider."""
+        from ._plugins import collect_providers, create_plugin_manager
+
+        names = collect_providers(create_plugin_manager()).names()
+        prefix, _, rest = spec.partition(":")
+        if rest and prefix in names:
+            if prefix == self.provider:
+                return prefix, rest, self.base_url
+            return prefix, rest, None
+        return self.provider, spec, self.base_url
+
+
+class SetupError(Exception):
+    """A person's mistake found while setting up a run (one message, exit 2)."""
+
+
+def prepare(workspace: str, provider: str | None, model: str | None, base_url: str | None,
+            max_steps: int | None, yes: bool, no_stream: bool, *, interactive: bool) -> AgentSetup:
+    """Resolve settings, provider and model for ``smoke run`` / ``smoke chat``;
+    a mistake is :class:`SetupError` worded for the command line."""
     from ._config import ConfigError, NoProviderError, detect_provider
-    from ._factory import _warn_once, create_agent
+    from ._factory import _warn_once
     from ._plugins import collect_providers, create_plugin_manager
     from .settings import choose_provider, collect_setting_specs, resolve_settings
 
-    if not task.strip():
-        _fail('TASK is empty: say what the agent should do, e.g. smoke run "fix the failing test"')
     ws = Path(workspace).resolve()
     flags: dict[str, Any] = {"provider": provider, "model": model, "base_url": base_url, "max_steps": max_steps,
-                             "auto_approve": True if yes else None}
+                             "auto_approve": True if yes else None, "stream": False if no_stream else None}
     flags = {k: v for k, v in flags.items() if v is not None}
     try:
         pm = create_plugin_manager()
         specs = collect_setting_specs(pm)
         resolved = resolve_settings(ws, code=flags, code_origin="flag", trust=None, specs=specs)
-        if resolved.ignored and not as_json and _interactive():
+        if resolved.ignored and interactive:
             resolved = _offer_trust(ws, resolved, flags, specs)
         registry = collect_providers(pm)
         chosen, chosen_model, chosen_url = choose_provider(resolved, registry.names())
         for warning in resolved.warnings:
-            _warn_once(warning)  # create_agent below says each only once too
+            _warn_once(warning)  # create_agent says each only once too
+        installed = ", ".join(registry.names()) or "none (pip install smoke-provider-openai smoke-provider-anthropic)"
+        if chosen is not None and chosen not in registry:
+            raise SetupError(
+                f"unknown provider {chosen!r} ({_where(resolved, 'provider')}). Installed providers: {installed}. "
+                f"`smoke providers` lists them with their key variables."
+            )
+        if chosen is None and chosen_model and ":" in chosen_model:
+            prefix = chosen_model.split(":", 1)[0]
+            raise SetupError(
+                f"provider {prefix!r} (from {_where(resolved, 'model')} {chosen_model}) is unknown. "
+                f"Installed providers: {installed}. If {chosen_model!r} is the model's own name, name the "
+                f"provider with --provider."
+            )
         note = None
         if chosen is None:
             found = detect_provider(registry.specs())
@@ -479,28 +706,164 @@ def run_impl(task: str, workspace: str, provider: str | None, model: str | None,
             chosen, env_var = found
             note = f"using provider {chosen} (found {env_var})"
     except NoProviderError as exc:
-        _fail(f"{exc}\n  To try Smoke without a key, run: smoke demo")
+        raise SetupError(f"{exc}\n  To try Smoke without a key, run: smoke demo") from None
     except ConfigError as exc:
-        _fail(str(exc))
-    store = _open_store(ws, new_session=session is None)
+        raise SetupError(cli_words(exc)) from None
+    stream = resolved.values.get("stream") is not False
+    return AgentSetup(ws, resolved, chosen, chosen_model, chosen_url, note, flags, stream)
+
+
+def _where(resolved: Any, key: str) -> str:
+    origin = str(resolved.origins.get(key, "default"))
+    if origin == "flag":
+        return f"--{key.replace('_', '-')}"
+    return origin
+
+
+def check_key(agent: Any) -> str | None:
+    """Why the agent's provider cannot be called (no API key), in the
+    command line's words; None when it can (or cannot tell)."""
+    from .providers import resolve_api_key
+
+    provider = agent.provider
+    env_var = getattr(provider, "env_var", None)
+    if not getattr(provider, "key_required", False) or not env_var:
+        return None
+    if resolve_api_key(None, str(getattr(provider, "name", "")), None, env_var):
+        return None
+    return (f"no API key for {getattr(provider, 'name', 'the provider')}: {env_var} is not set. "
+            f"Set it (export {env_var}=...), or choose another provider with --provider "
+            f"(`smoke providers` lists them and their key variables).")
+
+
+def output_type_from_schema(path: str) -> Any:
+    """The output type for ``--output-schema FILE``: the file's JSON Schema,
+    verbatim, as the ``final_result`` tool's schema, and the same schema
+    (``jsonschema``, the draft the file names) as the validator — so the
+    result is checked exactly against what the person wrote, nothing is
+    translated into a pydantic model and lost on the way."""
+    from typing import Annotated, NewType
+
+    import jsonschema
+    from pydantic import AfterValidator, WithJsonSchema
+
     try:
-        agent = create_agent(
-            ws, provider=chosen, model=chosen_model, base_url=chosen_url, store=store,
-            session_id=session or new_session_id(), max_steps=max_steps, auto_approve=True if yes else None,
-            trust_workspace=resolved.trusted,
-        )
-    except (ValueError, TypeError, FileNotFoundError, NotADirectoryError) as exc:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SetupError(f"--output-schema: no file {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SetupError(f"--output-schema: {path} cannot be read ({exc})") from None
+    try:
+        schema = json.loads(text)
+    except ValueError as exc:
+        raise SetupError(f"--output-schema: {path} is not valid JSON ({exc})") from None
+    if not isinstance(schema, dict):
+        raise SetupError(f"--output-schema: {path} must hold a JSON Schema object, not {type(schema).__name__}")
+    validator_class = jsonschema.validators.validator_for(schema)
+    try:
+        validator_class.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        at = "/".join(str(p) for p in exc.absolute_path) or "the top level"
+        raise SetupError(f"--output-schema: {path} is not a valid JSON Schema: {exc.message} (at {at})") from None
+    validator = validator_class(schema)
+
+    def check(value: Any) -> Any:
+        problems = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
+        if problems:
+            raise ValueError("; ".join(
+                f"{'/'.join(str(p) for p in e.absolute_path) or 'the result'}: {e.message}" for e in problems[:5]
+            ))
+        return value
+
+    tool_schema = {k: v for k, v in schema.items() if k not in ("$schema", "$id", "title")}
+    title = schema.get("title")
+    name = title if isinstance(title, str) else Path(path).stem
+    safe = "".join(ch if ch.isalnum() else "_" for ch in name).strip("_") or "Result"
+    # a named type: the final_result tool says "the final result of the task as <title>"
+    return NewType(safe, Annotated[Any, WithJsonSchema(tool_schema), AfterValidator(check)])
+
+
+def run_impl(task: str | None, workspace: str, provider: str | None, model: str | None, base_url: str | None,
+             session: str | None, yes: bool, as_json: bool, max_steps: int | None, no_stream: bool = False,
+             images: tuple[str, ...] = (), output_schema: str | None = None) -> None:
+    """Run TASK with a model in the workspace (no TASK at a terminal: ``smoke chat``)."""
+    from ._agent import new_session_id
+
+    if task is None:
+        if as_json or images or output_schema or not _interactive():
+            _fail('TASK is missing: say what the agent should do, e.g. smoke run "fix the failing test" '
+                  '(or run `smoke chat` at a terminal)')
+        from ._chat import chat_impl
+
+        chat_impl(workspace=workspace, provider=provider, model=model, base_url=base_url, session=session,
+                  yes=yes, max_steps=max_steps, no_stream=no_stream)
+        return
+    if not task.strip():
+        _fail('TASK is empty: say what the agent should do, e.g. smoke run "fix the failing test"')
+    try:
+        setup = prepare(workspace, provider, model, base_url, max_steps, yes, no_stream,
+                        interactive=not as_json and _interactive())
+        parts: list[Any] = [task, *_load_images(images)]
+        output = output_type_from_schema(output_schema) if output_schema else None
+    except SetupError as exc:
+        _fail(str(exc))
+    store = _open_store(setup.ws, new_session=session is None)
+    session_id = session or new_session_id()
+    try:
+        agent = setup.create(store, session_id)
+        problem = check_key(agent)
+        if problem:
+            raise SetupError(problem)
+    except SetupError as exc:
         store.close()
         _fail(str(exc))
-    if note and not as_json:
-        click.echo(f"smoke: {note}", err=True)
+    if setup.note and not as_json:
+        click.echo(f"smoke: {setup.note}", err=True)
+    existed = bool(store.load(session_id))
     try:
-        code = _run_agent(agent, task, as_json=as_json, approve=_approve_mode(as_json), yes=yes)
+        code, result = _run_agent(agent, parts if len(parts) > 1 else task, as_json=as_json,
+                                  approve=_approve_mode(as_json), yes=yes, output=output)
+        kept = existed or _keep_session(store, session_id)
     finally:
         store.close()
+    if output is not None and result.status == "completed" and not as_json:
+        click.echo(json.dumps(_jsonable(result.output), ensure_ascii=False, indent=2))
     if not as_json:
-        click.echo(f"session: {agent.session_id} (continue with --session {agent.session_id})", err=True)
+        if kept:
+            click.echo(f"session: {agent.session_id} (continue with --session {agent.session_id})", err=True)
+        else:
+            click.echo("session: none kept (the run ended before the model answered)", err=True)
     sys.exit(code)
+
+
+def _keep_session(store: Any, session_id: str) -> bool:
+    """A new session that the model never answered in (no key, a refused
+    endpoint, a blocked first call) holds only the task: delete it rather
+    than leave an empty session behind. True when it is kept."""
+    messages = store.load(session_id)
+    if any(m["role"] != "user" for m in messages):
+        return True
+    if messages:
+        store.delete_session(session_id)
+    return False
+
+
+def _load_images(paths: tuple[str, ...]) -> list[Any]:
+    from ._images import Image
+
+    images = []
+    for path in paths:
+        try:
+            images.append(Image.from_path(path))
+        except ValueError as exc:
+            raise SetupError(f"--image {path}: {exc}") from None
+    return images
+
+
+def _jsonable(value: Any) -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Any).dump_python(value, mode="json")
 
 
 def _offer_trust(ws: Path, resolved: Any, flags: dict[str, Any], specs: Any) -> Any:
@@ -546,8 +909,8 @@ def demo_impl(yes: bool, as_json: bool, workspace: str | None) -> None:
         sys.exit(EXIT_USAGE)
     if not as_json:
         click.echo(f"sample project copied to {project}")
-    code = _run_agent(agent, DEMO_TASK, as_json=as_json, approve=_approve_mode(as_json), label=SIMULATION_LABEL,
-                      yes=auto)
+    code, _ = _run_agent(agent, DEMO_TASK, as_json=as_json, approve=_approve_mode(as_json),
+                         label=SIMULATION_LABEL, yes=auto)
     if not as_json:
         proc = subprocess.run(
             [sys.executable, "-m", "unittest", "discover", "-s", "tests"], cwd=project,
