@@ -3,6 +3,7 @@ pseudo-terminal) for prompts, JSON streams, signals and the demo."""
 
 from __future__ import annotations
 
+import codecs
 import itertools
 import json
 import os
@@ -232,6 +233,8 @@ class Pty:
                                      start_new_session=True)
         os.close(slave)
         self.buffer = ""
+        # a character may arrive split over two reads
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def read_until(self, needle: str, timeout: float = 60) -> str:
         deadline = time.monotonic() + timeout
@@ -242,7 +245,7 @@ class Pty:
             ready, _, _ = select.select([self.master], [], [], left)
             if ready:
                 try:
-                    chunk = os.read(self.master, 65536).decode(errors="replace")
+                    chunk = self._decoder.decode(os.read(self.master, 65536))
                 except OSError:
                     chunk = ""
                 if not chunk:
@@ -263,7 +266,7 @@ class Pty:
             ready, _, _ = select.select([self.master], [], [], 0.5)
             if ready:
                 try:
-                    self.buffer += os.read(self.master, 65536).decode(errors="replace")
+                    self.buffer += self._decoder.decode(os.read(self.master, 65536))
                 except OSError:
                     break
         code = self.proc.wait(timeout=max(1, deadline - time.monotonic()))
@@ -330,12 +333,26 @@ def test_smoke_tools_lists_every_group(tmp_path):
     (tmp_path / "home").mkdir()
     proc = smoke("tools", "--json", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
-    tools = json.loads(proc.stdout)
+    listing = json.loads(proc.stdout)
+    tools = listing["tools"]
     groups = {t["group"] for t in tools}
     assert {"filesystem", "search", "terminal", "git", "agent", "skills"} <= groups
     by_name = {t["name"]: t for t in tools}
     assert by_name["read_file"]["read_only"] and not by_name["write_file"]["read_only"]
     assert all(t["presentation"].get("icon") for t in tools)
+    from smoke_core import sandbox
+
+    assert listing["sandbox"]["available"] is sandbox.status().works
+    assert listing["sandbox"]["mode"] == "auto"
+    # the table fits 80 columns, and no tool name is cut
+    proc = smoke("tools", cwd=tmp_path, env={**env, "COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    for tool in tools:
+        assert any(f" {tool['name']} " in line for line in lines), tool["name"]
+    status = "available" if sandbox.status().works else "not available"
+    assert f"sandbox: {status}" in proc.stdout
 
 
 def test_provider_detected_from_environment_and_named(tmp_path):
