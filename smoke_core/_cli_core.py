@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 EXIT_USAGE = 2
+_LISTING_ONLY = "smoke tools lists the tools; it calls no model"
 
 
 def _fail(message: str) -> None:
@@ -19,7 +20,7 @@ def _fail(message: str) -> None:
     sys.exit(EXIT_USAGE)
 
 
-def _inspection_agent(workspace: str, *, quiet: bool = False, hooks: dict[str, Any] | None = None) -> Any:
+def _inspection_agent(workspace: str, *, quiet: bool = False) -> Any:
     """An agent with no provider, for commands that list what an agent would
     have. ``quiet``: the command prints the settings warnings itself."""
     import logging
@@ -32,7 +33,7 @@ def _inspection_agent(workspace: str, *, quiet: bool = False, hooks: dict[str, A
     if quiet:
         logger.setLevel(logging.ERROR)
     try:
-        return create_agent(workspace, provider=_NoProvider(), trust_workspace=None, hooks=hooks)
+        return create_agent(workspace, provider=_NoProvider(), trust_workspace=None)
     except (ConfigError, ValueError, TypeError, OSError) as exc:
         from ._cli_run import cli_words
 
@@ -42,13 +43,17 @@ def _inspection_agent(workspace: str, *, quiet: bool = False, hooks: dict[str, A
 
 
 class _NoProvider:
-    """Stands in for a provider when a command only needs the tool set."""
+    """Stands in for a provider when a command only needs the tool set; a run
+    that reaches it (``smoke tools`` lets plugins add their run-start tools,
+    then stops) is cancelled, never sent anywhere."""
 
     name = "none"
     model = "none"
 
-    async def stream(self, request: Any) -> AsyncIterator[Any]:  # pragma: no cover - never called
-        raise RuntimeError("no provider")
+    async def stream(self, request: Any) -> AsyncIterator[Any]:
+        from ._errors import AgentError
+
+        raise AgentError.from_code("provider_cancelled", _LISTING_ONLY)
         yield
 
 
@@ -86,12 +91,6 @@ def plugins_impl(as_json: bool) -> None:
         click.echo(f"(autoloading restricted by SMOKE_LOAD_PLUGINS={os.environ['SMOKE_LOAD_PLUGINS']!r})")
 
 
-_LISTING_ONLY = "smoke tools lists the tools; it calls no model"
-
-
-def _stop_before_the_model() -> dict[str, Any]:
-    return {"block": True, "reason": _LISTING_ONLY}
-
 
 def tools_impl(workspace: str, as_json: bool) -> None:
     """List the tools every installed plugin registers, by group; the tools
@@ -100,7 +99,7 @@ def tools_impl(workspace: str, as_json: bool) -> None:
     commands run in the OS sandbox."""
     from . import sandbox
 
-    agent = _inspection_agent(workspace, hooks={"before_model_call": _stop_before_the_model})
+    agent = _inspection_agent(workspace)
     not_started: list[dict[str, Any]] = []
     warnings: list[str] = []
     found = agent.tools
@@ -128,49 +127,70 @@ def tools_impl(workspace: str, as_json: bool) -> None:
         click.echo(json.dumps({"tools": rows, "not_started": not_started, "warnings": warnings, "sandbox": box},
                               indent=2))
         return
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+    import shutil
+    import textwrap
 
     from .display import visible
 
-    console = Console(highlight=False)
-    table = Table(title=f"Smoke tools ({len(rows)})", expand=False)
-    longest = max((len(r["name"]) + 2 for r in rows), default=4)
-    table.add_column("tool", no_wrap=True, min_width=longest)  # never cut: it is what rules and models name
-    table.add_column("ro", no_wrap=True)
-    table.add_column("label", overflow="fold")
-    table.add_column("plugin", overflow="fold")
-    group: object = None
-    for r in rows:
-        if r["group"] != group:
-            group = r["group"]
-            table.add_row(f"[bold cyan]{escape(str(group or 'other'))}[/bold cyan]", "", "", "")
-        p = r["presentation"]
-        label = " ".join(x for x in (p.get("icon"), p.get("label")) if x)
-        table.add_row(f"  {escape(visible(r['name']))}", "yes" if r["read_only"] else "no",
-                      escape(visible(label)), escape((r["source"] or "-").split(":", 1)[0]))
-    console.print(table)
-    console.print("[dim]ro: read-only (runs without asking); the others ask unless a rule allows them[/dim]")
+    # Plain text, not rich: `smoke tools` is a start-up path (rich costs ~40 ms to import and lay out)
+    width = shutil.get_terminal_size((80, 24)).columns
+    tty = sys.stdout.isatty()
+
+    def style(text: str, **kw: Any) -> str:
+        return click.style(text, **kw) if tty else text
+
+    table = [(f"  {visible(r['name'])}", "yes" if r["read_only"] else "no", visible(r["presentation"].get("label") or ""),
+              (r["source"] or "-").split(":", 1)[0], r["group"] or "other") for r in rows]
+    name_w = max([len("tool"), *(_cells(t[0]) for t in table)])  # never cut: rules and models use the name
+    label_w = max([len("label"), *(_cells(t[2]) for t in table)])
+    plugin_w = max([len("plugin"), *(_cells(t[3]) for t in table)])
+    room = width - name_w - 3 - 2 * 2 - 1  # the ro column, two-space gaps, no last column
+    if label_w + 2 + plugin_w > room:  # wrap the label and plugin columns, never the name
+        label_w = max(8, min(label_w, room // 2))
+        plugin_w = max(8, room - label_w - 2)
+    click.echo(style(f"Smoke tools ({len(rows)})", bold=True))
+    click.echo(style(f"{'tool'.ljust(name_w)}  ro   {'label'.ljust(label_w)}  plugin", bold=True))
+    group = None
+    for name, ro, label, plugin, grp in table:
+        if grp != group:
+            group = grp
+            click.echo(style(grp, fg="cyan", bold=True))
+        labels = textwrap.wrap(label, label_w) or [""]
+        plugins = textwrap.wrap(plugin, plugin_w, break_on_hyphens=False) or [""]
+        for i in range(max(len(labels), len(plugins))):
+            first = name.ljust(name_w) + "  " + ro.ljust(3) if i == 0 else " " * (name_w + 5)
+            lab = labels[i] if i < len(labels) else ""
+            plug = plugins[i] if i < len(plugins) else ""
+            click.echo(f"{first}  {lab + ' ' * (label_w - _cells(lab))}  {plug}".rstrip())
+    click.echo(style("ro: read-only (runs without asking); the others ask unless a rule allows them", dim=True))
     for item in not_started:
-        console.print(f"[yellow]•[/yellow] {escape(visible(item['what']))}: {escape(visible(item['status']))}")
+        click.echo(textwrap.fill(f"• {visible(item['what'])}: {visible(item['status'])}", width - 1,
+                                 subsequent_indent="  "))
     for warning in warnings:
-        console.print(f"[yellow]⚠ {escape(visible(warning))}[/yellow]")
+        click.echo(style(textwrap.fill(f"⚠ {visible(warning)}", width - 1, subsequent_indent="  "), fg="yellow"))
     if st.works:
         where = "run sandboxed" if mode != "off" else "run WITHOUT it (sandbox.mode: off)"
-        console.print(f"sandbox: available ({escape(st.bwrap or 'bwrap')}): commands {where}")
+        line = f"sandbox: available ({st.bwrap or 'bwrap'}): commands {where}"
     else:
         consequence = ("commands are refused (sandbox.mode: required)" if mode == "required"
                        else "commands run without it" + (" (one warning per run)" if mode == "auto" else ""))
-        console.print(f"sandbox: [yellow]not available[/yellow] — {escape(st.reason())}; {consequence}. "
-                      f"`smoke doctor` says more.")
+        line = f"sandbox: not available — {st.reason()}; {consequence}. `smoke doctor` says more."
+    click.echo(textwrap.fill(line, width - 1, subsequent_indent="  "))
+
+
+def _cells(text: str) -> int:
+    """Terminal cells ``text`` takes (wide East Asian characters and emoji count two)."""
+    import unicodedata
+
+    return sum(0 if unicodedata.combining(ch) or ch == "\ufe0f" else
+               2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
 
 
 async def _tools_at_run_start(agent: Any) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
     """Let the plugins that add tools when a run starts (smoke-mcp's servers)
-    add them, in a run that stops before the model (a ``before_model_call``
-    block). Whatever would ask a person first (an MCP server from a file of
-    the workspace) is not started: it is returned as not started yet."""
+    add them, in a run whose provider cancels the first model call. Whatever would ask a person first
+    (an MCP server not yet approved) is not started: it is returned as not
+    started yet."""
     pending: dict[str, dict[str, Any]] = {}
     warnings: list[str] = []
 

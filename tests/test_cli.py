@@ -526,3 +526,27 @@ def test_visible_marks_every_control_and_invisible_character(raw, shown):
 
     assert visible(raw) == shown
     assert (hidden_characters(raw) > 0) is (raw.strip() != shown.strip() and " " * 16 not in raw)
+
+
+def test_smoke_help_loads_no_pydantic_asyncio_or_rich(tmp_path):
+    """`smoke --help` builds the plugin manager and the hook runner: neither
+    needs pydantic, asyncio or rich (they cost ~100 ms of start-up)."""
+    probe = textwrap.dedent(
+        """
+        import contextlib, io, json, sys
+        from smoke_core.cli import cli
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            try:
+                cli.main(args=["--help"], prog_name="smoke")
+            except SystemExit:
+                pass
+        heavy = sorted(m for m in ("pydantic", "asyncio", "rich", "yaml", "jsonschema") if m in sys.modules)
+        print(json.dumps({"heavy": heavy, "help": out.getvalue()}))
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
+                          env=clean_env(tmp_path, SMOKE_LOAD_PLUGINS=""))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert "chat" in data["help"] and "providers" in data["help"]
+    assert data["heavy"] == []
