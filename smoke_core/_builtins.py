@@ -40,7 +40,7 @@ def register_providers(register: Any) -> None:
 
 @hookimpl
 def register_slash_commands(register: Any) -> None:
-    from ._chat import BUILTIN_COMMANDS
+    from ._slash import BUILTIN_COMMANDS
 
     for command in BUILTIN_COMMANDS:
         register(command.name, command.handler, description=command.description, usage=command.usage)

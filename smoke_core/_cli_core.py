@@ -35,7 +35,7 @@ def _inspection_agent(workspace: str, *, quiet: bool = False) -> Any:
     try:
         return create_agent(workspace, provider=_NoProvider(), trust_workspace=None)
     except (ConfigError, ValueError, TypeError, OSError) as exc:
-        from ._cli_run import cli_words
+        from ._cli_render import cli_words
 
         _fail(cli_words(exc))
     finally:
@@ -343,7 +343,7 @@ def permissions_impl(workspace: str, as_json: bool) -> None:
 def providers_impl(as_json: bool) -> None:
     """``smoke providers``: every installed provider (the OpenAI-compatible
     presets included) with its key variable, default model and base URL."""
-    from ._cli_run import cli_words
+    from ._cli_render import cli_words
     from ._plugins import collect_providers, create_plugin_manager
 
     registry = collect_providers(create_plugin_manager())
@@ -391,7 +391,7 @@ def _default_base_url(spec: Any) -> tuple[str | None, str | None]:
     try:
         provider = spec.factory(model=spec.default_model or "model", api_key=None, user_id=None)
     except (ValueError, TypeError) as exc:
-        from ._cli_run import cli_words
+        from ._cli_render import cli_words
 
         text = cli_words(exc)
         return None, "set --base-url" if "--base-url" in text else text

@@ -174,7 +174,7 @@ def register_slash_commands(register: Callable[..., None], agent: Agent) -> None
         ``exit``, ``quit``) are kept by core; a name another plugin already
         registered is not replaced. Both are reported to the person when the
         chat starts, never silently dropped. ``handler(args, chat)`` gets the
-        text after the name and the chat (:class:`~smoke_core._chat.ChatHost`:
+        text after the name and the chat (:class:`~smoke_core._slash.ChatHost`:
         ``chat.agent``, ``chat.session_id``, ``chat.say(text)`` to show text
         to the person, ``chat.usage``, ``chat.commands``); it may be
         ``async``. It returns ``None`` (done), or text — or a list of text
