@@ -97,8 +97,13 @@ def tools_impl(workspace: str, as_json: bool) -> None:
     plugins add when a run starts (MCP servers) — those a run would start
     without asking; the others are named as not started yet — and whether
     commands run in the OS sandbox."""
+    import threading
+
     from . import sandbox
 
+    # the sandbox probe runs bwrap twice: let it wait on its subprocesses while the agent is built
+    probe = threading.Thread(target=sandbox.status, name="smoke-sandbox-probe", daemon=True)
+    probe.start()
     agent = _inspection_agent(workspace)
     not_started: list[dict[str, Any]] = []
     warnings: list[str] = []
@@ -119,7 +124,8 @@ def tools_impl(workspace: str, as_json: bool) -> None:
         }
         for t in tools
     ]
-    st = sandbox.status()
+    probe.join()
+    st = sandbox.status()  # the probe's answer, cached
     settings = agent.settings.values.get("sandbox") if agent.settings is not None else None
     mode = getattr(settings, "mode", None) or "auto"
     box = {**st.to_dict(), "mode": mode, "reason": st.reason()}

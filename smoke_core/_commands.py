@@ -21,7 +21,7 @@ def _agent_options(fn: Any) -> Any:
         click.option("--base-url", default=None, help="Base URL for OpenAI-compatible servers."),
         click.option("--session", "-s", "session", default=None, help="Continue (or start) the named session."),
         click.option("--yes", "-y", is_flag=True, help="Approve every call without asking."),
-        click.option("--max-steps", type=click.IntRange(min=1), default=None, help="Stop after this many steps."),
+        click.option("--max-steps", type=int, default=None, help="Stop after this many steps."),
         click.option("--no-stream", "no_stream", is_flag=True,
                      help="Ask the provider for whole replies instead of a stream (also `stream: false`)."),
     )):

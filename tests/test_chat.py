@@ -91,32 +91,6 @@ def test_a_bad_command_name_is_refused_with_the_plugin_named(tmp_path):
     assert any("'has space'" in p and "letters, digits" in p for p in problems)
 
 
-def test_skills_are_offered_as_slash_commands(tmp_path, monkeypatch):
-    pytest.importorskip("smoke_skills")
-    monkeypatch.setenv("SMOKE_LOAD_PLUGINS", "skills")
-    skills = tmp_path / ".claude" / "skills"
-    (skills / "pdf-tools").mkdir(parents=True)
-    (skills / "pdf-tools" / "SKILL.md").write_text(
-        "---\nname: PDF Tools\ndescription: Work with PDF files\nargument-hint: FILE\n---\nUse pdftotext.\n")
-    (skills / "release").mkdir()
-    (skills / "release" / "SKILL.md").write_text(
-        "---\nname: release\ndescription: Cut a release\ndisable-model-invocation: true\n---\nBump, tag, push.\n")
-    (skills / "internal").mkdir()
-    (skills / "internal" / "SKILL.md").write_text(
-        "---\nname: internal\ndescription: for the model only\nuser-invocable: false\n---\nx\n")
-    agent = create_agent(tmp_path, provider=ScriptedProvider([]))
-    commands, problems = collect_slash_commands(agent)
-    assert not problems
-    pdf = commands["pdf-tools"]
-    assert pdf.description == "Work with PDF files" and pdf.usage == "/pdf-tools FILE"
-    text = pdf.handler("report.pdf", None)
-    assert "use_skill" in text and "'pdf-tools'" in text and text.endswith("report.pdf")
-    # use_skill refuses this one, so the person's choice brings its instructions inline
-    release = commands["release"].handler("", None)
-    assert "Bump, tag, push." in release and "use_skill" not in release
-    assert "internal" not in commands
-
-
 # ------------------------------------------------------------ the REPL
 
 
@@ -197,6 +171,7 @@ def usage(n_in, n_out):
 
 
 @pytest.mark.slow
+@pytest.mark.integration
 def test_pty_chat_two_turns_an_approval_cost_history_and_exit(tmp_path):
     pytest.importorskip("smoke_tools_terminal")
     ws = tmp_path / "ws"

@@ -322,6 +322,7 @@ def test_pty_ask_user_and_ctrl_c(tmp_path):
     assert "[user] pick" in proc.stdout and "ask_user" in proc.stdout
 
 
+@pytest.mark.integration
 def test_smoke_tools_lists_every_group(tmp_path):
     import importlib.util
 

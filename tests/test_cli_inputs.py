@@ -69,6 +69,8 @@ def _nothing(ws: Path) -> None:
 
 
 BROKEN_YAML = _config("provider: [unclosed\n")
+NEEDS_OPENAI = (pytest.mark.integration,
+                pytest.mark.skipif(not has("smoke_provider_openai"), reason="needs smoke-provider-openai"))
 BAD_INPUTS = [
     # (id, args, setup, what the message says)
     ("run-empty-task", ["run", ""], _nothing, "TASK is empty"),
@@ -78,6 +80,9 @@ BAD_INPUTS = [
     ("run-max-steps-lots", ["run", "x"], _user_config("max_steps: lots\n"), "max_steps: expected a positive integer"),
     ("run-auto-approve-maybe", ["run", "x"], _user_config("auto_approve: maybe\n"), "auto_approve"),
     ("run-unknown-key", ["run", "x"], _user_config("max_step: 3\n"), "did you mean 'max_steps'"),
+    # plugin keys: the type error when the plugin is installed, "unknown key" when it is not
+    ("run-skills-dir-7", ["run", "x"], _user_config("skills_dir: 7\n"), "skills_dir"),
+    ("tools-mcp-servers-5", ["tools"], _user_config("mcp_servers: 5\n"), "mcp_servers"),
     ("run-broken-yaml", ["run", "x"], BROKEN_YAML, "not valid YAML"),
     ("chat-broken-yaml", ["chat"], BROKEN_YAML, "not valid YAML"),
     ("tools-broken-yaml", ["tools"], BROKEN_YAML, "not valid YAML"),
@@ -85,7 +90,7 @@ BAD_INPUTS = [
     ("demo-broken-yaml", ["demo", "--yes"], _user_config("provider: [unclosed\n"), "not valid YAML"),
     ("run-unknown-provider-prefix", ["run", "-m", "nosuch:foo", "x"], _nothing, "provider 'nosuch'"),
     ("run-unknown-provider", ["run", "--provider", "nope", "x"], _nothing, "unknown provider 'nope' (--provider)"),
-    ("run-max-steps-zero", ["run", "--max-steps", "0", "x"], _nothing, "--max-steps"),
+    ("run-max-steps-zero", ["run", "--max-steps", "0", "x"], _nothing, "option --max-steps: expected a positive integer"),
     ("run-image-missing", ["run", "--provider", "demo", "--image", "nope.png", "x"], _nothing, "--image nope.png"),
     ("run-image-not-an-image", ["run", "--provider", "demo", "--image", "notes.txt", "x"],
      _file("notes.txt", "hello"), "not a PNG, JPEG, GIF or WebP image"),
@@ -95,8 +100,8 @@ BAD_INPUTS = [
      _file("s.json", "{type: object"), "is not valid JSON"),
     ("run-schema-invalid", ["run", "--provider", "demo", "--output-schema", "s.json", "x"],
      _file("s.json", '{"type": 5}'), "is not a valid JSON Schema"),
-    ("run-no-key", ["run", "--provider", "openai", "x"], _nothing, "OPENAI_API_KEY is not set"),
-    ("chat-no-key", ["chat", "--provider", "openai"], _nothing, "OPENAI_API_KEY is not set"),
+    ("run-no-key", ["run", "--provider", "openai", "x"], _nothing, "OPENAI_API_KEY is not set", NEEDS_OPENAI),
+    ("chat-no-key", ["chat", "--provider", "openai"], _nothing, "OPENAI_API_KEY is not set", NEEDS_OPENAI),
     ("sessions-show-missing", ["sessions", "show", "nope"], _nothing, "smoke sessions"),
     ("sessions-doctor-from-missing", ["sessions", "doctor", "--from", "/nope/db"], _nothing, "is not a file"),
     ("trust-a-file", ["trust", "notes.txt"], _file("notes.txt", "x"), "is a file"),
@@ -110,7 +115,8 @@ BAD_INPUTS = [
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("args,setup,message", [pytest.param(a, s, m, id=i) for i, a, s, m in BAD_INPUTS])
+@pytest.mark.parametrize("args,setup,message",
+                         [pytest.param(*row[1:4], id=row[0], marks=row[4] if len(row) > 4 else ()) for row in BAD_INPUTS])
 def test_a_mistake_is_one_message_and_exit_2_never_a_traceback(tmp_path, args, setup, message):
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -123,6 +129,7 @@ def test_a_mistake_is_one_message_and_exit_2_never_a_traceback(tmp_path, args, s
     assert not (tmp_path / "home" / ".state" / "smoke" / "crashes").exists()  # a mistake is not a crash
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_a_malformed_mcp_json_is_named_and_the_listing_goes_on(tmp_path):
     if not has("smoke_mcp"):
@@ -221,6 +228,7 @@ def test_demo_copies_into_an_empty_or_previous_demo_folder(tmp_path):
 # ------------------------------------------------------------ the interface's words
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not has("smoke_provider_openai"), reason="needs smoke-provider-openai")
 def test_an_unknown_provider_prefix_names_it_and_the_installed_ones(tmp_path):
     env = clean_env(tmp_path, SMOKE_LOAD_PLUGINS="provider_openai", OPENAI_API_KEY="sk-test")
@@ -231,6 +239,7 @@ def test_an_unknown_provider_prefix_names_it_and_the_installed_ones(tmp_path):
     assert "no provider given" not in proc.stderr
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not has("smoke_provider_openai"), reason="needs smoke-provider-openai")
 def test_cli_messages_use_flags_not_keyword_arguments(tmp_path):
     env = clean_env(tmp_path, SMOKE_LOAD_PLUGINS="provider_openai")
@@ -258,6 +267,7 @@ def test_cli_words():
 # ------------------------------------------------------------ finding things
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not has("smoke_provider_openai") or not has("smoke_provider_anthropic"),
                     reason="needs both provider plugins")
 def test_smoke_providers_lists_providers_and_presets(tmp_path):
@@ -292,6 +302,7 @@ server.run()
 """
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_smoke_tools_lists_mcp_tools_and_names_servers_it_did_not_start(tmp_path):
     if not has("smoke_mcp"):
@@ -323,6 +334,7 @@ def test_smoke_tools_lists_mcp_tools_and_names_servers_it_did_not_start(tmp_path
 # ------------------------------------------------------------ sessions that never started
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not has("smoke_provider_openai"), reason="needs smoke-provider-openai")
 def test_a_run_refused_before_the_model_answers_leaves_no_session(tmp_path, openai_server):
     ws = tmp_path / "ws"
@@ -410,6 +422,7 @@ def openai_server() -> Iterator[OpenAIServer]:
         thread.join()
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.skipif(not has("smoke_provider_openai"), reason="needs smoke-provider-openai")
 def test_streaming_is_turned_off_by_flag_and_by_settings(tmp_path, openai_server):
@@ -439,6 +452,7 @@ def test_streaming_is_turned_off_by_flag_and_by_settings(tmp_path, openai_server
     assert "12 in / 3 out tokens · unknown price" in proc.stdout
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not has("smoke_provider_openai"), reason="needs smoke-provider-openai")
 def test_a_404_shows_the_url_requested_and_suggests_v1(tmp_path, openai_server):
     ws = tmp_path / "ws"
@@ -533,6 +547,7 @@ def test_usage_summary_words():
 # ------------------------------------------------------------ subagents and the sandbox on the cards
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_subagent_cards_are_nested_under_their_task_card_with_the_sandbox_badge(tmp_path):
     if not (has("smoke_tools_agent") and has("smoke_tools_terminal")):
@@ -563,6 +578,7 @@ def test_subagent_cards_are_nested_under_their_task_card_with_the_sandbox_badge(
         assert "🔒 sandboxed" in result and result.startswith("    ")
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.skipif(not has("smoke_tools_terminal"), reason="needs smoke-tools-terminal")
 def test_pty_approval_with_output_schema_asks_on_stderr(tmp_path):
