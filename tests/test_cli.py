@@ -415,6 +415,7 @@ def pty_smoke(ws, env, *args):
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # needs smoke-tools-terminal: the `tests` nox session
 def test_pty_escape_sequences_are_shown_as_what_they_are(tmp_path):
     pytest.importorskip("smoke_tools_terminal")
     ws = tmp_path / "ws"
@@ -431,6 +432,7 @@ def test_pty_escape_sequences_are_shown_as_what_they_are(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # needs smoke-tools-terminal: the `tests` nox session
 def test_pty_long_inputs_are_shown_whole_with_their_length(tmp_path):
     pytest.importorskip("smoke_tools_terminal")
     ws = tmp_path / "ws"
@@ -446,6 +448,7 @@ def test_pty_long_inputs_are_shown_whole_with_their_length(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # needs smoke-tools-terminal: the `tests` nox session
 def test_pty_always_writes_a_rule_the_next_run_honours(tmp_path):
     pytest.importorskip("smoke_tools_terminal")
     ws = tmp_path / "ws"
@@ -471,6 +474,7 @@ def test_pty_always_writes_a_rule_the_next_run_honours(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # needs smoke-tools-terminal: the `tests` nox session
 def test_pty_offers_to_trust_a_folder_once(tmp_path):
     pytest.importorskip("smoke_tools_terminal")
     ws = tmp_path / "ws"
