@@ -37,6 +37,12 @@ from ._cli_run import EXIT_USAGE, AgentSetup, SetupError, _open_store, check_key
 from ._slash import SlashCommand, collect_slash_commands
 
 PROMPT = "\N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK} "
+#: what /compact asks the model (the conversation so far is the context)
+SUMMARY_REQUEST = (
+    "Summarise our conversation so far for your own later use: what I asked for, what was decided, the files "
+    "read or changed (with paths), commands run and their outcome, and what remains to do. Be concise; use "
+    "bullet points."
+)
 
 
 # ---------------------------------------------------------------- the terminal chat
@@ -173,13 +179,12 @@ class TerminalChat:
 
     async def _summarise(self, old: list[Any]) -> str:
         """The model's summary of ``old`` (no tools); its tokens count in ``/cost``."""
-        from ._compaction import _SUMMARY_INSTRUCTION
         from ._messages import user_message
         from ._pricing import price_usd
         from .providers import ModelRequest, TextDelta, UsageReport
 
         provider = self._agent.provider
-        request = ModelRequest(model=getattr(provider, "model", ""), messages=[*old, user_message(_SUMMARY_INSTRUCTION)],
+        request = ModelRequest(model=getattr(provider, "model", ""), messages=[*old, user_message(SUMMARY_REQUEST)],
                                tools=[], system=self._agent.system_prompt, settings=dict(self._agent.model_settings),
                                user_id=self._agent.options.user_id)
         parts: list[str] = []
@@ -405,3 +410,5 @@ def chat_impl(workspace: str, provider: str | None, model: str | None, base_url:
     last = chat.session_id
     if last in kept or last not in chat._created:
         click.echo(f"session: {last} (continue with smoke chat --session {last})", err=True)
+    else:
+        click.echo("session: none kept (the model never answered in it)", err=True)

@@ -294,5 +294,6 @@ def test_piped_chat_leaves_no_session_the_model_never_answered(tmp_path):
     env = chat_env(tmp_path, [], plugins="chat_scripted")
     proc = smoke("chat", "--provider", "chat-scripted", cwd=ws, env=env, input="/clear\n/exit\n")
     assert proc.returncode == 0, proc.stderr
+    assert "session: none kept" in proc.stderr
     listed = smoke("sessions", cwd=ws, env=env)
     assert "ses_" not in listed.stdout
