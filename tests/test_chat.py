@@ -153,6 +153,13 @@ def write_chat_provider_plugin(root: Path) -> Path:
                 provider.price_as = "openai"
                 return provider
             register("chat-scripted", factory, default_model="gpt-4o-mini")
+
+        @hookimpl
+        def register_slash_commands(register, agent):
+            # asked again after each turn: a command may follow what the agent has now
+            n = len(agent.store.load(agent.session_id)) if agent.session_id else 0
+            register(f"seen_{n}", lambda args, chat: chat.say(f"the session holds {n} messages"))
+            register("ask", lambda args, chat: "please answer: " + args, description="send a question")
         """
     ))
     return root
@@ -297,3 +304,17 @@ def test_piped_chat_leaves_no_session_the_model_never_answered(tmp_path):
     assert "session: none kept" in proc.stderr
     listed = smoke("sessions", cwd=ws, env=env)
     assert "ses_" not in listed.stdout
+
+
+def test_piped_chat_plugin_commands_follow_the_session_and_may_send_a_turn(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = chat_env(tmp_path, ["first", "RECALL"], plugins="chat_scripted")
+    proc = smoke("chat", "--provider", "chat-scripted", cwd=ws, env=env,
+                 input="/seen_0\none\n/seen_2\n/ask what now\n/help\n/exit\n")
+    out = proc.stdout.replace("\r", "")
+    assert proc.returncode == 0, proc.stderr + out
+    assert "the session holds 0 messages" in out and "the session holds 2 messages" in out
+    assert "you said before: one | please answer: what now" in out
+    assert "/ask" in out and "send a question" in out and "(smoke-chat-scripted)" in out  # /help names the plugin
+
