@@ -318,3 +318,24 @@ def test_piped_chat_plugin_commands_follow_the_session_and_may_send_a_turn(tmp_p
     assert "you said before: one | please answer: what now" in out
     assert "/ask" in out and "send a question" in out and "(smoke-chat-scripted)" in out  # /help names the plugin
 
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_pty_ctrl_c_at_an_approval_leaves_nothing_reading_the_terminal(tmp_path):
+    pytest.importorskip("smoke_tools_terminal")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    turns = [{"tool_calls": [{"name": "run_command", "input": {"command": "echo never > out.txt"}}]}, "unused"]
+    env = chat_env(tmp_path, turns)
+    term = Pty([sys.executable, "-m", "smoke_core.cli", "chat", "--provider", "chat-scripted"], ws, env)
+    term.read_until(PROMPT)
+    term.send("make a file\n")
+    term.read_until("allow once [y]")
+    os.killpg(term.proc.pid, signal.SIGINT)
+    assert "interrupted" in term.read_until(PROMPT)
+    term.send("/cost\n")  # read by the chat's prompt, not by the abandoned question
+    assert "cost of this chat so far:" in term.read_until(PROMPT)
+    term.send("/exit\n")
+    assert term.finish() == 0
+    assert not (ws / "out.txt").exists()
