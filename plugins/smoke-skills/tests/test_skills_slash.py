@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import smoke_skills
+
 from smoke_core import create_agent
 from smoke_core.testing import ScriptedProvider
 
