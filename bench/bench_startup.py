@@ -1,7 +1,8 @@
 """Benchmark 1 — start-up.
 
 Wall time (subprocess + time.perf_counter, median of N runs, one warm-up run
-first) of ``smoke --help`` and ``smoke tools`` with every installed plugin,
+first) of ``smoke --help`` (target 150 ms) and ``smoke tools`` (target
+300 ms) with every installed plugin,
 against ``python -c pass`` and ``llm --help`` (llm with llm-anthropic and
 llm-gemini), plus the import time of the peers' packages; the top offenders of
 ``python -X importtime`` on the ``smoke --help`` path; and which heavy
@@ -23,9 +24,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import BIN, PY, finish, fmt_table, installed_version, parser, time_command, verdict
 
 TARGET_MS = 150.0
+TARGET_TOOLS_MS = 300.0
 TARGET_RATIO = 0.1
+#: never imported by loading the plugins or by `smoke --help` (pydantic, asyncio and rich
+#: cost ~100 ms together: they load when a command that needs them runs)
 HEAVY = ("httpx", "httpcore", "httpx_sse", "anyio", "mcp", "starlette", "uvicorn", "tiktoken", "jsonschema",
-         "openai", "anthropic", "h11", "sse_starlette", "websockets", "yaml")
+         "openai", "anthropic", "h11", "sse_starlette", "websockets", "yaml", "pydantic", "asyncio", "rich")
 
 # Loads every entry-point plugin, builds the manager the CLI builds, and
 # reports which heavy modules got imported.
@@ -128,6 +132,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--peer-runs", type=int, default=5)
     args = ap.parse_args()
+    # start-up as installed: with bytecode caches (PYTHONDONTWRITEBYTECODE would measure compiling instead)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     n, pn = args.runs, args.peer_runs
     smoke = _script("smoke")
     llm = _script("llm")
@@ -155,11 +161,13 @@ def main() -> None:
         "smoke_tools_ms": cmds.get("smoke tools", {}).get("median_ms"),
         "llm_help_ms": llm_ms,
         "ratio_to_llm": ratio,
-        "targets": {"smoke_help_ms": TARGET_MS, "ratio_to_llm": TARGET_RATIO},
+        "targets": {"smoke_help_ms": TARGET_MS, "smoke_tools_ms": TARGET_TOOLS_MS, "ratio_to_llm": TARGET_RATIO},
         "verdicts": {
             "smoke_help_ms": verdict(help_ms, TARGET_MS),
+            "smoke_tools_ms": verdict(cmds.get("smoke tools", {}).get("median_ms"), TARGET_TOOLS_MS),
             "ratio_to_llm": verdict(ratio, TARGET_RATIO),
         },
+        "importtime_smoke_tools": importtime(["-m", "smoke_core.cli", "tools"]),
         "importtime_cli_import": importtime(["-c", "import smoke_core.cli"]),
         "importtime_smoke_help": importtime(["-m", "smoke_core.cli", "--help"]),
         "heavy_imports": heavy_check(),
@@ -172,7 +180,8 @@ def main() -> None:
 def table(r: dict[str, Any]) -> str:
     rows = [[k, v["median_ms"], v["min_ms"], v["max_ms"], v["runs"], v["exit_code"]] for k, v in r["commands"].items()]
     out = ["Start-up (wall ms)", fmt_table(["command", "median", "min", "max", "runs", "exit"], rows)]
-    out.append(f"smoke --help / llm --help = {r['ratio_to_llm']}  (target <= {TARGET_RATIO})")
+    out.append(f"smoke --help / llm --help = {r['ratio_to_llm']}  (target <= {TARGET_RATIO}); "
+               f"smoke tools target <= {TARGET_TOOLS_MS:.0f} ms")
     it = r["importtime_smoke_help"]
     out.append(f"\nimporttime, smoke --help path: {it['total_ms']} ms over {it['modules']} modules; top cumulative:")
     out.append(fmt_table(["module", "ms"], [[x["module"], x["cumulative_ms"]] for x in it["top_cumulative"]]))

@@ -73,7 +73,11 @@ def summary(d: dict[str, Any]) -> tuple[str, list[str]]:
             peer)
         add("1 Start-up", "`smoke --help` ÷ `llm --help`", _v(s["ratio_to_llm"]), "≤ 0.1",
             s["verdicts"]["ratio_to_llm"], f"`llm --help` (llm + llm-anthropic + llm-gemini) {_v(s['llm_help_ms'])} ms")
-        rows.append(["1 Start-up", "`smoke tools`", f"{_v(s['smoke_tools_ms'])} ms", "(no target)", "", ""])
+        if "smoke_tools_ms" in s["verdicts"]:
+            add("1 Start-up", "`smoke tools`", f"{_v(s['smoke_tools_ms'])} ms", "≤ 300 ms",
+                s["verdicts"]["smoke_tools_ms"], peer)
+        else:
+            rows.append(["1 Start-up", "`smoke tools`", f"{_v(s['smoke_tools_ms'])} ms", "(no target)", "", ""])
         h = s["heavy_imports"]
         heavy = sorted(set(h.get("heavy") or []) | set(h.get("smoke_help_path") or [])
                        | {m for v in (h.get("per_plugin") or {}).values() for m in v})
@@ -197,6 +201,12 @@ def sec_startup(s: dict[str, Any]) -> str:
     out.append(_table(["module", "cumulative ms"], [[f"`{x['module']}`", x["cumulative_ms"]] for x in it["top_cumulative"]]))
     out.append("\nBy own time (self, any depth):\n")
     out.append(_table(["module", "self ms"], [[f"`{x['module']}`", x["self_ms"]] for x in it["top_self"][:8]]))
+    it3 = s.get("importtime_smoke_tools")
+    if it3:
+        out.append(f"\n`{it3['command']}`: {it3['total_ms']} ms of imports over {it3['modules']} modules; top "
+                   "cumulative:\n")
+        out.append(_table(["module", "cumulative ms"],
+                          [[f"`{x['module']}`", x["cumulative_ms"]] for x in it3["top_cumulative"][:10]]))
     it2 = s["importtime_cli_import"]
     out.append(f"\n`{it2['command']}`: {it2['total_ms']} ms over {it2['modules']} modules.\n")
     h = s["heavy_imports"]

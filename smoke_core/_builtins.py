@@ -1,6 +1,9 @@
-"""Core's own plugin: the core commands (``run``, ``demo``, ``sessions``,
-``plugins``, ``tools``, ``trust``, ``permissions``) and the ``demo`` provider are added through the same
-hooks as any third-party plugin's."""
+"""Core's own plugin: the core commands (``run``, ``chat``, ``demo``,
+``sessions``, ``plugins``, ``providers``, ``tools``, ``trust``,
+``permissions``, ``doctor``), the chat's slash commands (``/help``,
+``/clear``, ``/compact``, ``/model``, ``/tools``, ``/cost``, ``/exit``) and
+the ``demo`` provider are added through the same hooks as any third-party
+plugin's."""
 
 from __future__ import annotations
 
@@ -17,9 +20,9 @@ def register_commands(cli: click.Group) -> None:
     from . import _commands, _doctor
 
     for command in (
-        _commands.run_command, _commands.demo_command, _commands.sessions_group,
-        _commands.plugins_command, _commands.tools_command, _commands.trust_command,
-        _commands.permissions_command, _doctor.doctor_command,
+        _commands.run_command, _commands.chat_command, _commands.demo_command, _commands.sessions_group,
+        _commands.plugins_command, _commands.providers_command, _commands.tools_command,
+        _commands.trust_command, _commands.permissions_command, _doctor.doctor_command,
     ):
         cli.add_command(command)
 
@@ -33,3 +36,11 @@ def register_providers(register: Any) -> None:
 
     register("demo", demo_factory, description="offline simulated model used by `smoke demo`",
              default_model="smoke-demo-simulated")
+
+
+@hookimpl
+def register_slash_commands(register: Any) -> None:
+    from ._slash import BUILTIN_COMMANDS
+
+    for command in BUILTIN_COMMANDS:
+        register(command.name, command.handler, description=command.description, usage=command.usage)

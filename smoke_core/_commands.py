@@ -5,25 +5,65 @@ command runs."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 
+def _agent_options(fn: Any) -> Any:
+    """The options ``smoke run`` and ``smoke chat`` share."""
+    for option in reversed((
+        click.option("--workspace", "-w", default=".", type=click.Path(exists=True, file_okay=False),
+                     help="Workspace folder (default: current directory)."),
+        click.option("--provider", "-p", default=None, help="Provider name (openai, anthropic, nvidia, ...; "
+                     "`smoke providers` lists them)."),
+        click.option("--model", "-m", default=None, help="Model name, or provider:model."),
+        click.option("--base-url", default=None, help="Base URL for OpenAI-compatible servers."),
+        click.option("--session", "-s", "session", default=None, help="Continue (or start) the named session."),
+        click.option("--yes", "-y", is_flag=True, help="Approve every call without asking."),
+        click.option("--max-steps", type=int, default=None, help="Stop after this many steps."),
+        click.option("--no-stream", "no_stream", is_flag=True,
+                     help="Ask the provider for whole replies instead of a stream (also `stream: false`)."),
+    )):
+        fn = option(fn)
+    return fn
+
+
 @click.command("run")
-@click.argument("task")
-@click.option("--workspace", "-w", default=".", type=click.Path(exists=True, file_okay=False), help="Workspace folder (default: current directory).")
-@click.option("--provider", "-p", default=None, help="Provider name (openai, anthropic, nvidia, ...).")
-@click.option("--model", "-m", default=None, help="Model name, or provider:model.")
-@click.option("--base-url", default=None, help="Base URL for OpenAI-compatible servers.")
-@click.option("--session", "-s", "session", default=None, help="Continue (or start) the named session.")
-@click.option("--yes", "-y", is_flag=True, help="Approve every call without asking.")
+@click.argument("task", required=False)
+@_agent_options
 @click.option("--json", "as_json", is_flag=True, help="Write every event as one JSON line to stdout.")
-@click.option("--max-steps", type=int, default=None, help="Stop after this many steps.")
-def run_command(**kwargs: object) -> None:
-    """Run TASK with a model in the workspace."""
+@click.option("--image", "images", multiple=True, type=click.Path(dir_okay=False),
+              help="Attach an image (PNG, JPEG, GIF, WebP) to the task; repeat for several.")
+@click.option("--output-schema", type=click.Path(dir_okay=False), default=None,
+              help="A JSON Schema file: the run must end with a result that validates, printed as JSON on stdout.")
+def run_command(**kwargs: Any) -> None:
+    """Run TASK with a model in the workspace (no TASK at a terminal: a chat)."""
     from ._cli_run import run_impl
 
-    run_impl(**kwargs)  # type: ignore[arg-type]
+    run_impl(**kwargs)
+
+
+@click.command("chat")
+@_agent_options
+def chat_command(**kwargs: Any) -> None:
+    """Chat with the agent in the workspace: one session, turn after turn.
+
+    Type /help in the chat for its commands; Ctrl-C stops the current turn,
+    /exit or Ctrl-D leaves.
+    """
+    from ._chat import chat_impl
+
+    chat_impl(**kwargs)
+
+
+@click.command("providers")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def providers_command(as_json: bool) -> None:
+    """List the installed providers: key variable, default model and base URL."""
+    from ._cli_core import providers_impl
+
+    providers_impl(as_json)
 
 
 @click.command("demo")

@@ -28,6 +28,7 @@ hook's parameters (matched by name) and may be `async def`.
 | `register_providers` | registration | ignored | plugin's providers skipped, logged |
 | `register_commands` | registration | ignored | plugin's commands skipped, reported |
 | `register_settings` | registration | ignored | `create_agent` fails with `SettingsError`, naming the plugin |
+| `register_slash_commands` | registration (per chat) | ignored | plugin's slash commands skipped, the chat says so |
 | `before_run` | lifecycle | ignored | fail-open: `run.warning` (`hook_failed`) |
 | `after_run` | lifecycle | ignored | fail-open: logged |
 | `close_agent` | lifecycle | ignored | fail-open: logged |

@@ -250,7 +250,7 @@ def create_agent(
         retry=retry or RetryPolicy(),
         guards=guards or Guards(),
         compactor=Compactor(context_window=_context_window(context_window, provider_obj)),
-        model_settings=dict(model_settings or {}),
+        model_settings=_model_settings(model_settings, values.get("stream")),
         max_tool_output_chars=max_tool_output_chars,
         gate=PermissionGate(
             options.permission, auto_approve=options.auto_approve, rules=resolved.rules,
@@ -271,6 +271,14 @@ def _context_window(given: int | None, provider: Provider) -> int:
     from ._model_facts import model_facts
 
     return model_facts(provider).context_window
+
+
+def _model_settings(given: dict[str, Any] | None, stream: bool | None) -> dict[str, Any]:
+    """``model_settings`` as given; the ``stream`` setting (files, flags) fills in ``"stream"``."""
+    settings = dict(given or {})
+    if stream is not None:
+        settings.setdefault("stream", stream)
+    return settings
 
 
 def _resolve_provider(

@@ -32,16 +32,17 @@ plugin is registered (:func:`check_plugin`), not when a hook is first called.
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pluggy
 from pluggy._callers import _multicall
-from pydantic import BaseModel, ConfigDict, ValidationError
+
+if TYPE_CHECKING:
+    from ._hook_returns import HookReturn
 
 #: Hooks called with the *chain* convention and the keys each may return.
 CHAIN_HOOKS: dict[str, frozenset[str]] = {
@@ -53,33 +54,8 @@ COLLECT_HOOKS = frozenset({"register_tools", "register_providers", "register_com
 
 
 # ---------------------------------------------------------------- typed returns
-
-
-class _HookReturn(BaseModel):
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    block: bool = False
-    reason: str | None = None
-
-
-class BeforeToolCallResult(_HookReturn):
-    """What ``before_tool_call`` may return: ``{"input": {...}}`` or ``{"block": True, "reason": ...}``."""
-
-    input: dict[str, Any] | None = None
-
-
-class BeforeModelCallResult(_HookReturn):
-    """What ``before_model_call`` may return: ``{"messages", "tools", "system"}`` rewrites or a block."""
-
-    messages: list[dict[str, Any]] | None = None
-    tools: list[dict[str, Any]] | None = None
-    system: str | None = None
-
-
-_RESULT_MODELS: dict[str, type[_HookReturn]] = {
-    "before_tool_call": BeforeToolCallResult,
-    "before_model_call": BeforeModelCallResult,
-}
+# (the pydantic models are in _hook_returns, imported on the first non-empty
+# return, so that building a hook runner — `smoke --help` — costs no pydantic)
 
 
 @dataclass(slots=True)
@@ -101,7 +77,7 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def parse_return(hook: str, value: Any) -> tuple[_HookReturn | None, str | None]:
+def parse_return(hook: str, value: Any) -> tuple[HookReturn | None, str | None]:
     """Validate what a chain hook returned: ``(parsed, None)`` or ``(None, problem)``.
     ``None`` and ``{}`` mean "no change"."""
     if value is None:
@@ -121,8 +97,12 @@ def parse_return(hook: str, value: Any) -> tuple[_HookReturn | None, str | None]
             f"returned {_describe(value)}: unknown key(s) {', '.join(hints)}; "
             f"allowed keys: {', '.join(sorted(allowed))}"
         )
+    from pydantic import ValidationError
+
+    from ._hook_returns import RESULT_MODELS
+
     try:
-        return _RESULT_MODELS[hook].model_validate(value), None
+        return RESULT_MODELS[hook].model_validate(value), None
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors(include_url=False)
@@ -218,9 +198,7 @@ class HookRunner:
                 res = self.call_one(hook, impl, values)
                 if res is not None and inspect.isawaitable(res):
                     res = await res
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
+            except Exception as exc:  # not CancelledError (a BaseException): cancellation passes
                 return ChainOutcome(
                     "fail", values, label, f"{hook} in {label} raised {type(exc).__name__}: {exc}",
                     type(exc).__name__,
@@ -251,9 +229,7 @@ class HookRunner:
                 res = self.call_one(hook, impl, kwargs)
                 if res is not None and inspect.isawaitable(res):
                     await res
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
+            except Exception as exc:  # not CancelledError (a BaseException): cancellation passes
                 label = plugin_label(impl)
                 on_error(label, f"{hook} in {label} raised {type(exc).__name__}: {exc}", exc)
 

@@ -3,6 +3,7 @@ including core's own built-in plugin; heavy imports happen inside commands."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -49,12 +50,23 @@ class SmokeGroup(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         import logging  # only when a command runs, not for --help
 
-        logging.basicConfig(level=logging.WARNING, format="%(message)s")
+        logging.basicConfig(level=logging.DEBUG if _debug() else logging.WARNING, format="%(message)s")
         return super().invoke(ctx)
+
+
+def _debug() -> bool:
+    return os.environ.get("SMOKE_DEBUG", "") not in ("", "0")
+
+
+def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        os.environ["SMOKE_DEBUG"] = "1"
 
 
 @click.group(cls=SmokeGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="smoke")
+@click.option("--debug", is_flag=True, expose_value=False, is_eager=True, callback=_set_debug,
+              help="Show the Python traceback of an error (also SMOKE_DEBUG=1).")
 def cli() -> None:
     """Smoke: an AI agent harness for code workspaces.
 
@@ -63,7 +75,15 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="smoke")
+    """The ``smoke`` command. A person's mistake is one message and exit
+    status 2; an unexpected error is one line and a crash report (``_crash``)."""
+    args = argv if argv is not None else sys.argv[1:]
+    try:
+        cli.main(args=args, prog_name="smoke")
+    except Exception as exc:  # click handled its own errors; this is what the commands let through
+        from ._crash import report
+
+        sys.exit(report(exc, args, debug=_debug()))
 
 
 if __name__ == "__main__":

@@ -155,6 +155,49 @@ def register_settings(register: Callable[..., None]) -> None:
     """
 
 
+@hookspec
+def register_slash_commands(register: Callable[..., None], agent: Agent) -> None:
+    """Add slash commands to interactive chats (``smoke chat``): ``/name args``
+    typed by the person runs the command instead of going to the model.
+
+    Called when a chat starts, again after each turn and after ``/clear`` or
+    ``/model`` (the chat then has a new agent), so a plugin may offer
+    commands that follow what the agent has *now* — e.g. one per prompt of
+    the MCP servers started during the last run, or one per skill. Keep it
+    cheap; do slow work in the handler.
+
+    :param register: ``register(name, handler, *, description="",
+        usage="")``. ``name`` is the command without its slash (letters,
+        digits, ``_ - . :``; ``"mcp__github__review"`` is typed
+        ``/mcp__github__review``). The names of core's own commands
+        (``help``, ``clear``, ``compact``, ``model``, ``tools``, ``cost``,
+        ``exit``, ``quit``) are kept by core; a name another plugin already
+        registered is not replaced. Both are reported to the person when the
+        chat starts, never silently dropped. ``handler(args, chat)`` gets the
+        text after the name and the chat (:class:`~smoke_core._slash.ChatHost`:
+        ``chat.agent``, ``chat.session_id``, ``chat.say(text)`` to show text
+        to the person, ``chat.usage``, ``chat.commands``); it may be
+        ``async``. It returns ``None`` (done), or text — or a list of text
+        and :class:`~smoke_core.Image` parts — sent to the model as the
+        person's next message.
+    :param agent: the chat's current :class:`~smoke_core.Agent`.
+    :return: ignored.
+    :raises: the plugin's commands are skipped and the chat says so; the
+        other plugins' commands and the chat are unaffected. A command whose
+        handler raises prints the error; the chat goes on.
+
+    Example::
+
+        @hookimpl
+        def register_slash_commands(register, agent):
+            def review(args, chat):
+                target = args.strip() or "the uncommitted changes"
+                return f"Review {target} for bugs; list each with file and line."
+
+            register("review", review, description="ask for a code review", usage="/review [what]")
+    """
+
+
 # ---------------------------------------------------------------- run lifecycle
 
 

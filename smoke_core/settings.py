@@ -199,6 +199,9 @@ class Settings(BaseModel):
         description="the OS sandbox for commands (docs/sandbox.md)"))
     instructions: StrictStr | None = Field(None, json_schema_extra=_policy(
         "text", untrusted="yes", description="text added to the system prompt (text only: it runs nothing)"))
+    stream: StrictBool | None = Field(None, json_schema_extra=_policy(
+        "true or false", layers=_ALL, untrusted="yes",
+        description="`false` asks the provider for whole replies instead of a stream (default true)"))
     trusted_folders: list[StrictStr] | None = Field(None, json_schema_extra=_policy(
         "a list of folder paths", layers=("managed", "user"),
         description="folders whose own settings are honoured (`smoke trust`)"))

@@ -3,6 +3,7 @@ pseudo-terminal) for prompts, JSON streams, signals and the demo."""
 
 from __future__ import annotations
 
+import codecs
 import itertools
 import json
 import os
@@ -232,6 +233,8 @@ class Pty:
                                      start_new_session=True)
         os.close(slave)
         self.buffer = ""
+        # a character may arrive split over two reads
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def read_until(self, needle: str, timeout: float = 60) -> str:
         deadline = time.monotonic() + timeout
@@ -242,7 +245,7 @@ class Pty:
             ready, _, _ = select.select([self.master], [], [], left)
             if ready:
                 try:
-                    chunk = os.read(self.master, 65536).decode(errors="replace")
+                    chunk = self._decoder.decode(os.read(self.master, 65536))
                 except OSError:
                     chunk = ""
                 if not chunk:
@@ -263,7 +266,7 @@ class Pty:
             ready, _, _ = select.select([self.master], [], [], 0.5)
             if ready:
                 try:
-                    self.buffer += os.read(self.master, 65536).decode(errors="replace")
+                    self.buffer += self._decoder.decode(os.read(self.master, 65536))
                 except OSError:
                     break
         code = self.proc.wait(timeout=max(1, deadline - time.monotonic()))
@@ -319,6 +322,7 @@ def test_pty_ask_user_and_ctrl_c(tmp_path):
     assert "[user] pick" in proc.stdout and "ask_user" in proc.stdout
 
 
+@pytest.mark.integration
 def test_smoke_tools_lists_every_group(tmp_path):
     import importlib.util
 
@@ -330,12 +334,26 @@ def test_smoke_tools_lists_every_group(tmp_path):
     (tmp_path / "home").mkdir()
     proc = smoke("tools", "--json", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
-    tools = json.loads(proc.stdout)
+    listing = json.loads(proc.stdout)
+    tools = listing["tools"]
     groups = {t["group"] for t in tools}
     assert {"filesystem", "search", "terminal", "git", "agent", "skills"} <= groups
     by_name = {t["name"]: t for t in tools}
     assert by_name["read_file"]["read_only"] and not by_name["write_file"]["read_only"]
     assert all(t["presentation"].get("icon") for t in tools)
+    from smoke_core import sandbox
+
+    assert listing["sandbox"]["available"] is sandbox.status().works
+    assert listing["sandbox"]["mode"] == "auto"
+    # the table fits 80 columns, and no tool name is cut
+    proc = smoke("tools", cwd=tmp_path, env={**env, "COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    for tool in tools:
+        assert any(f" {tool['name']} " in line for line in lines), tool["name"]
+    status = "available" if sandbox.status().works else "not available"
+    assert f"sandbox: {status}" in proc.stdout
 
 
 def test_provider_detected_from_environment_and_named(tmp_path):
@@ -397,6 +415,7 @@ def pty_smoke(ws, env, *args):
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # needs smoke-tools-terminal: the `tests` nox session
 def test_pty_escape_sequences_are_shown_as_what_they_are(tmp_path):
     pytest.importorskip("smoke_tools_terminal")
     ws = tmp_path / "ws"
@@ -413,6 +432,7 @@ def test_pty_escape_sequences_are_shown_as_what_they_are(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # needs smoke-tools-terminal: the `tests` nox session
 def test_pty_long_inputs_are_shown_whole_with_their_length(tmp_path):
     pytest.importorskip("smoke_tools_terminal")
     ws = tmp_path / "ws"
@@ -428,6 +448,7 @@ def test_pty_long_inputs_are_shown_whole_with_their_length(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # needs smoke-tools-terminal: the `tests` nox session
 def test_pty_always_writes_a_rule_the_next_run_honours(tmp_path):
     pytest.importorskip("smoke_tools_terminal")
     ws = tmp_path / "ws"
@@ -453,6 +474,7 @@ def test_pty_always_writes_a_rule_the_next_run_honours(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # needs smoke-tools-terminal: the `tests` nox session
 def test_pty_offers_to_trust_a_folder_once(tmp_path):
     pytest.importorskip("smoke_tools_terminal")
     ws = tmp_path / "ws"
@@ -509,3 +531,27 @@ def test_visible_marks_every_control_and_invisible_character(raw, shown):
 
     assert visible(raw) == shown
     assert (hidden_characters(raw) > 0) is (raw.strip() != shown.strip() and " " * 16 not in raw)
+
+
+def test_smoke_help_loads_no_pydantic_asyncio_or_rich(tmp_path):
+    """`smoke --help` builds the plugin manager and the hook runner: neither
+    needs pydantic, asyncio or rich (they cost ~100 ms of start-up)."""
+    probe = textwrap.dedent(
+        """
+        import contextlib, io, json, sys
+        from smoke_core.cli import cli
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            try:
+                cli.main(args=["--help"], prog_name="smoke")
+            except SystemExit:
+                pass
+        heavy = sorted(m for m in ("pydantic", "asyncio", "rich", "yaml", "jsonschema") if m in sys.modules)
+        print(json.dumps({"heavy": heavy, "help": out.getvalue()}))
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
+                          env=clean_env(tmp_path, SMOKE_LOAD_PLUGINS=""))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert "chat" in data["help"] and "providers" in data["help"]
+    assert data["heavy"] == []

@@ -119,7 +119,7 @@ def test_smoke_plugins_and_tools_show_the_example(example_installed, tmp_path):
     assert ex["error"] is None
     proc = smoke_cli("tools", "--json", "--workspace", str(tmp_path), env_extra=env)
     assert proc.returncode == 0, proc.stderr
-    tools = {t["name"]: t for t in json.loads(proc.stdout)}
+    tools = {t["name"]: t for t in json.loads(proc.stdout)["tools"]}
     assert tools["word_count"]["group"] == "text"
     assert tools["word_count"]["read_only"] is True
     assert tools["word_count"]["presentation"]["icon"] == "🔢"
@@ -309,7 +309,7 @@ def test_one_distribution_with_two_entry_points_loads_both(tmp_path):
     assert "wrapper=True" in rows["clash"]["error"]  # reported, never a crash
     proc = smoke_cli("tools", "--json", "--workspace", str(tmp_path), env_extra=env)
     assert proc.returncode == 0, proc.stderr
-    tools = {t["name"]: t["source"] for t in json.loads(proc.stdout)}
+    tools = {t["name"]: t["source"] for t in json.loads(proc.stdout)["tools"]}
     assert tools == {"tool_one": "smoke-twins:one", "tool_two": "smoke-twins:two"}
 
 

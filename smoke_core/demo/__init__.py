@@ -36,12 +36,57 @@ def sample_project_source() -> Path:
     return Path(str(resources.files(__package__) / "sample_project"))
 
 
+#: written into a demo folder so a later ``smoke demo -w`` knows the folder is its own
+DEMO_MARKER = Path(".smoke") / "demo-project"
+
+
+class DemoFolderError(RuntimeError):
+    """``smoke demo -w DIR`` named a folder that holds someone's files."""
+
+
+def is_previous_demo(folder: Path) -> bool:
+    """True when ``folder`` was made by ``smoke demo`` (its marker, or a
+    README byte-identical to the sample's from before the marker existed)."""
+    if (folder / DEMO_MARKER).is_file():
+        return True
+    readme = folder / "README.md"
+    try:
+        return readme.is_file() and readme.read_bytes() == (sample_project_source() / "README.md").read_bytes()
+    except OSError:
+        return False
+
+
 def copy_sample_project(dest: str | Path | None = None) -> Path:
-    """Copy the bundled sample project to ``dest`` (a new temp folder by default)."""
+    """Copy the bundled sample project to ``dest`` (a new temp folder by default).
+
+    ``dest`` must be missing, empty, or a previous demo folder: a folder
+    holding anything else is refused with :class:`DemoFolderError` and left
+    exactly as it was (the sample project would overwrite files such as
+    ``README.md`` and ``tests/test_core.py``)."""
     target = Path(dest) if dest is not None else Path(tempfile.mkdtemp(prefix="smoke-demo-")) / "stats-project"
+    if target.exists() and not target.is_dir():
+        raise DemoFolderError(f"{target} is a file, not a folder; name an empty or new folder for the demo")
+    if target.is_dir() and any(target.iterdir()) and not is_previous_demo(target):
+        raise DemoFolderError(
+            f"{target} is not empty and is not a previous demo folder: the sample project would overwrite "
+            f"files there. Name an empty or new folder (e.g. smoke demo -w {_example_folder(target)}), or "
+            f"leave out -w to use a temporary folder."
+        )
     shutil.copytree(sample_project_source(), target, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    marker = target / DEMO_MARKER
+    marker.parent.mkdir(exist_ok=True)
+    marker.write_text("made by `smoke demo`: a later `smoke demo -w` may copy the sample project here again\n")
     return target
+
+
+def _example_folder(target: Path) -> str:
+    candidate = target / "smoke-demo"
+    n = 2
+    while candidate.exists():
+        candidate = target / f"smoke-demo-{n}"
+        n += 1
+    return shlex.quote(str(candidate))
 
 
 def _test_command() -> str:

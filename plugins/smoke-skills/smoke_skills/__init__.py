@@ -1,7 +1,8 @@
 """smoke-skills: SKILL.md discovery and just-in-time skills for Smoke.
 
-Registers ``list_skills`` and ``use_skill`` (group ``skills``) and the
-``smoke skills`` command. Skills are found once per agent, when its tools are
+Registers ``list_skills`` and ``use_skill`` (group ``skills``), the
+``smoke skills`` command and, in ``smoke chat``, one ``/skill-id`` slash
+command per skill a person may invoke. Skills are found once per agent, when its tools are
 registered. Settings (``register_settings``): ``skills_dir`` (a path or a
 list; replaces the default folders) and ``skills_follow_symlinks`` (trusted
 settings only). ``create_agent(skills=...)`` takes already loaded
@@ -89,11 +90,18 @@ def register_settings(register: Any) -> None:
 
 @hookimpl
 def register_tools(register: Any, options: AgentOptions) -> None:
-    from ._loader import discover_skills
     from ._tools import GROUP, build_tools
 
+    for definition in build_tools(_agent_skills(options)):
+        register(definition, group=GROUP)
+
+
+def _agent_skills(options: AgentOptions) -> list[Skill]:
+    """The skills of an agent with these options."""
+    from ._loader import discover_skills
+
     trusted = bool(getattr(options, "workspace_trusted", True))
-    skills = discover_skills(
+    return discover_skills(
         workspace=options.workspace.root,
         skills_dir=options.get("skills_dir"),
         skills=options.get("skills"),
@@ -101,8 +109,6 @@ def register_tools(register: Any, options: AgentOptions) -> None:
         skills_dir_trusted=trusted or not _set_by_the_workspace(options, "skills_dir"),
         follow_symlinks=options.get("skills_follow_symlinks") is True,
     )
-    for definition in build_tools(skills):
-        register(definition, group=GROUP)
 
 
 def _set_by_the_workspace(options: AgentOptions, key: str) -> bool:
@@ -120,6 +126,30 @@ def _set_by_the_workspace(options: AgentOptions, key: str) -> bool:
     root = os.path.realpath(options.workspace.root)
     real = os.path.realpath(origin)
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+@hookimpl
+def register_slash_commands(register: Any, agent: Any) -> None:
+    """Each skill a person may invoke is ``/skill-id [what to do]`` in a chat.
+    The command asks the model to load it with ``use_skill``; a skill marked
+    ``disable-model-invocation`` (which ``use_skill`` refuses) is given to
+    the model inline instead, since the person chose it."""
+    from ._tools import instructions_for
+
+    for skill in _agent_skills(agent.options):
+        if not skill.user_invocable:
+            continue
+
+        def invoke(args: str, chat: Any, skill: Any = skill) -> str:
+            task = args.strip()
+            if skill.model_invocable:
+                text = f"Use the skill {skill.id!r}: load it with use_skill (skill_id {skill.id!r}) and follow it."
+            else:
+                text = f"Follow this skill, which I chose for this task:\n\n{instructions_for(skill)}"
+            return f"{text}\n\n{task}" if task else text
+
+        register(skill.id, invoke, description=skill.description or f"use the skill {skill.name}",
+                 usage=f"/{skill.id} {skill.argument_hint or '[what to do]'}")
 
 
 @hookimpl
