@@ -29,6 +29,7 @@ __all__ = [
     "AgentError",
     "AgentErrorInfo",
     "AgentOptions",
+    "ChatHost",
     "ConfigError",
     "Event",
     "Image",
@@ -44,6 +45,7 @@ __all__ = [
     "SandboxSettings",
     "SessionInfo",
     "SettingsError",
+    "SlashCommand",
     "Store",
     "ToolAnnotations",
     "ToolContext",
@@ -113,6 +115,8 @@ _LAZY: dict[str, str] = {
     "NoProviderError": "_config",
     "resolve_agent_settings": "_config",
     "visible": "display",
+    "ChatHost": "_slash",
+    "SlashCommand": "_slash",
 }
 
 
@@ -141,6 +145,7 @@ if TYPE_CHECKING:
     from ._options import AgentOptions
     from ._permissions import ANSWERS, PermissionRequest, looks_secret
     from ._run import RunHandle, RunResult
+    from ._slash import ChatHost, SlashCommand
     from ._sqlite_store import SQLiteStore
     from ._store import ManagedStore, MemoryStore, SessionInfo, Store
     from ._tool_decorator import tool

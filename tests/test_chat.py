@@ -339,3 +339,31 @@ def test_pty_ctrl_c_at_an_approval_leaves_nothing_reading_the_terminal(tmp_path)
     term.send("/exit\n")
     assert term.finish() == 0
     assert not (ws / "out.txt").exists()
+
+
+EVERYTHING = Path(__file__).resolve().parents[1] / "plugins" / "smoke-mcp" / "tests" / "node" / "node_modules" / \
+    "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_piped_chat_offers_the_prompts_of_running_mcp_servers(tmp_path):
+    pytest.importorskip("smoke_mcp")
+    import shutil
+
+    if shutil.which("node") is None or not EVERYTHING.is_file():
+        pytest.skip("needs node and @modelcontextprotocol/server-everything (npm ci in plugins/smoke-mcp/tests/node)")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = chat_env(tmp_path, ["hello back", "RECALL"], plugins="chat_scripted,mcp")
+    user = Path(env["XDG_CONFIG_HOME"]) / "smoke" / "config.yaml"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text(json.dumps({"mcp_servers": {"everything": {
+        "command": "node", "args": [str(EVERYTHING), "stdio"], "trusted": True}}}))
+    script = "hello\n/help\n/mcp__everything__args-prompt city=Lyon state=Rhône\n/mcp__everything__args-prompt\n/exit\n"
+    proc = smoke("chat", "--provider", "chat-scripted", cwd=ws, env=env, input=script, timeout=180)
+    out = proc.stdout.replace("\r", "")
+    assert proc.returncode == 0, proc.stderr + out
+    assert "/mcp__everything__args-prompt" in out  # /help lists the server's prompts after the first turn
+    assert "Lyon" in out.split("you said before:", 1)[1]  # the filled-in prompt went to the model
+    assert "/mcp__everything__args-prompt: the prompt 'args-prompt' of MCP server 'everything' needs city" in out

@@ -83,6 +83,26 @@ async def before_run(run: RunHandle) -> None:
     state = _get(run.agent, create=True)
     assert state is not None
     await state.prepare_run(run)
+    # what a chat offers as /mcp__<server>__<prompt>: the prompts of the servers running now
+    from ._prompts import running_prompts
+
+    state.prompts = await running_prompts(state)
+
+
+@hookimpl
+def register_slash_commands(register: Callable[..., Any], agent: Agent) -> None:
+    """Each prompt of a running MCP server is ``/mcp__<server>__<prompt> [args]``
+    in a chat: ``key=value`` pairs, or the text itself for a prompt with one
+    argument. The filled-in prompt is sent to the model as the person's next
+    message (it is the server's text: shown as such)."""
+    from ._prompts import slash_handler
+    from ._state import mcp_state as _get
+
+    state = _get(agent)
+    for info in state.prompts if state is not None else ():
+        register(info.command.lstrip("/"), slash_handler(info),
+                 description=info.description or info.title or f"the prompt {info.name} of the MCP server {info.server}",
+                 usage=f"{info.command} " + " ".join(f"{a.name}=…" for a in info.arguments))
 
 
 @hookimpl

@@ -274,3 +274,53 @@ async def get_mcp_prompt(agent: Agent, server: str, prompt: str,
         raise MCPPromptError(exc.message, server=server, prompt=prompt) from None
     return MCPPrompt(server=server, name=prompt, description=_field(result, "description") or info.description,
                      messages=prompt_messages(result, server=server))
+
+
+async def running_prompts(state: Any) -> list[MCPPromptInfo]:
+    """The prompts of the servers ``state`` has running (nothing is started
+    or asked here); a server that fails to list them is left out."""
+    out: list[MCPPromptInfo] = []
+    for name, conn in sorted(state.connections.items()):
+        if not conn.alive or not conn.supports("prompts"):
+            continue
+        try:
+            out.extend(await _server_prompts(conn, name))
+        except MCPPromptError:
+            continue
+    return out
+
+
+def parse_slash_arguments(info: MCPPromptInfo, text: str) -> dict[str, str]:
+    """``key=value`` pairs (values may be quoted), or the whole text for a
+    prompt with exactly one argument."""
+    import shlex
+
+    text = text.strip()
+    if not text:
+        return {}
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise MCPPromptError(f"cannot read the arguments ({exc}); write key=value pairs, quoting values with spaces",
+                             server=info.server, prompt=info.name) from None
+    if all("=" in w for w in words):
+        return dict(w.split("=", 1) for w in words)
+    if len(info.arguments) == 1:
+        return {info.arguments[0].name: text}
+    names = ", ".join(a.name for a in info.arguments) or "none"
+    raise MCPPromptError(f"write the arguments as key=value (this prompt takes: {names})",
+                         server=info.server, prompt=info.name)
+
+
+def slash_handler(info: MCPPromptInfo) -> Any:
+    async def handler(args: str, chat: Any) -> Any:
+        try:
+            arguments = parse_slash_arguments(info, args)
+            prompt = await get_mcp_prompt(chat.agent, info.server, info.name, arguments)
+        except MCPPromptError as exc:
+            chat.say(f"{info.command}: {exc}")
+            return None
+        chat.say(f"(the prompt {info.name} of the MCP server {info.server} is sent as your message)")
+        return prompt.to_task()
+
+    return handler

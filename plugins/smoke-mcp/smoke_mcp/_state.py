@@ -95,6 +95,9 @@ class MCPAgentState:
         self.active: set[str] = set()
         #: the servers the latest run did not start: name → (why, error code)
         self.not_started: dict[str, tuple[str, str]] = {}
+        #: the prompts of the running servers, listed after each run starts them
+        #: (what a chat offers as /mcp__server__prompt; see register_slash_commands)
+        self.prompts: list[Any] = []
         self._locks: dict[str, asyncio.Lock] = {}
         self.closed = False
 
