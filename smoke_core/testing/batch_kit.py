@@ -43,7 +43,7 @@ GATES: dict[str, asyncio.Event] = {}
 REACHED: dict[str, asyncio.Event] = {}
 
 
-def _text(message: dict[str, Any]) -> str:
+def _text(message: Any) -> str:
     return "".join(b.get("text", "") for b in message["content"] if b.get("type") == "text")
 
 
