@@ -27,9 +27,14 @@ __all__ = [
     "AgentError",
     "AgentErrorInfo",
     "AgentOptions",
+    "CallRecord",
     "ConfigError",
     "Event",
     "Image",
+    "JournalingStore",
+    "Lease",
+    "LeaseHolder",
+    "LeasingStore",
     "ManagedStore",
     "MemoryStore",
     "Message",
@@ -43,6 +48,7 @@ __all__ = [
     "SessionInfo",
     "SettingsError",
     "Store",
+    "StoreError",
     "ToolAnnotations",
     "ToolContext",
     "ToolDefinition",
@@ -58,8 +64,10 @@ __all__ = [
     "create_agent",
     "hookimpl",
     "is_secret_name",
+    "lease_decision",
     "looks_secret",
     "new_session_id",
+    "open_store",
     "resolve_agent_settings",
     "tool",
     "user_message",
@@ -89,6 +97,14 @@ _LAZY: dict[str, str] = {
     "AgentOptions": "_options",
     "Image": "_images",
     "ManagedStore": "_store",
+    "CallRecord": "_store",
+    "JournalingStore": "_store",
+    "Lease": "_store",
+    "LeaseHolder": "_store",
+    "LeasingStore": "_store",
+    "StoreError": "_store",
+    "lease_decision": "_store",
+    "open_store": "_store_url",
     "MemoryStore": "_store",
     "SessionInfo": "_store",
     "Store": "_store",
@@ -140,7 +156,20 @@ if TYPE_CHECKING:
     from ._permissions import ANSWERS, PermissionRequest, looks_secret
     from ._run import RunHandle, RunResult
     from ._sqlite_store import SQLiteStore
-    from ._store import ManagedStore, MemoryStore, SessionInfo, Store
+    from ._store import (
+        CallRecord,
+        JournalingStore,
+        Lease,
+        LeaseHolder,
+        LeasingStore,
+        ManagedStore,
+        MemoryStore,
+        SessionInfo,
+        Store,
+        StoreError,
+        lease_decision,
+    )
+    from ._store_url import open_store
     from ._tool_decorator import tool
     from ._tools import (
         TOOL_KINDS,
