@@ -1,5 +1,5 @@
 """``smoke batch``: one task, run in this process — what every engine's
-worker calls (:func:`run_task`, or :func:`run_task_sync` from a thread or a
+worker calls (:func:`run_task`, or :func:`run_batch_task` from a thread or a
 Ray worker).
 
 The task gets its own workspace copy (``_batch_workspace``), its setup
@@ -226,7 +226,14 @@ async def _run_agent(task: BatchTask, config: BatchConfig, ws: PreparedWorkspace
     )
 
 
-def run_task_sync(task: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    """:func:`run_task` for a worker that is not in an event loop (a Ray task):
-    plain dicts in and out."""
+def run_batch_task(task: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """:func:`run_task` for a worker that is not in an event loop (a Ray
+    task): ``BatchTask.to_dict()`` and ``BatchConfig.to_dict()`` in, the
+    result line out. Never raises for a task's own trouble."""
     return asyncio.run(run_task(BatchTask.from_dict(task), BatchConfig.from_dict(config)))
+
+
+def batch_error_result(task: BatchTask, config: BatchConfig, code: str, message: str,
+                       **details: Any) -> dict[str, Any]:
+    """A result line for a task that an engine could not run (``batch_worker_lost``...)."""
+    return failed(task, config, time.perf_counter(), code, message, **details)

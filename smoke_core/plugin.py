@@ -27,6 +27,9 @@ __all__ = [
     "AgentError",
     "AgentErrorInfo",
     "AgentOptions",
+    "BatchConfig",
+    "BatchError",
+    "BatchTask",
     "CallRecord",
     "ConfigError",
     "Event",
@@ -60,6 +63,7 @@ __all__ = [
     "WorkspaceError",
     "WorkspacePath",
     "WorkspaceRaceError",
+    "batch_error_result",
     "child_env",
     "create_agent",
     "hookimpl",
@@ -69,6 +73,8 @@ __all__ = [
     "new_session_id",
     "open_store",
     "resolve_agent_settings",
+    "run_batch",
+    "run_batch_task",
     "tool",
     "user_message",
     "visible",
@@ -105,6 +111,12 @@ _LAZY: dict[str, str] = {
     "StoreError": "_store",
     "lease_decision": "_store",
     "open_store": "_store_url",
+    "BatchConfig": "_batch_tasks",
+    "BatchTask": "_batch_tasks",
+    "BatchError": "_batch_main",
+    "run_batch": "_batch_main",
+    "batch_error_result": "_batch_task",
+    "run_batch_task": "_batch_task",
     "MemoryStore": "_store",
     "SessionInfo": "_store",
     "Store": "_store",
@@ -145,6 +157,9 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from ._agent import Agent, new_session_id
+    from ._batch_main import BatchError, run_batch
+    from ._batch_task import batch_error_result, run_batch_task
+    from ._batch_tasks import BatchConfig, BatchTask
     from ._config import ConfigError, NoProviderError, resolve_agent_settings
     from ._context import ToolContext
     from ._errors import ERROR_CODES, AgentError, AgentErrorInfo, ToolError

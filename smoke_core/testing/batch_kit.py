@@ -12,12 +12,15 @@ several calls joined by `` && ``:
 - ``append LEDGER TEXT [PORT]`` — ``append_line`` (mutating): appends TEXT
   to the file LEDGER (absolute); with PORT, and if ``LEDGER.hang`` exists
   (it is removed), it then sends its process id to 127.0.0.1:PORT and hangs
-  — a call in flight, for a test to kill;
+  with the connection open — a call in flight, for a test to kill (the
+  connection closes when the process dies);
 - ``read PATH`` — ``read_note`` (read-only);
+- ``whoami`` — ``whoami`` (read-only): the process id and host the tool ran in;
 - ``output JSON`` — calls ``final_result`` with JSON (a task with ``output_schema``);
 - ``wait NAME`` — the model call waits for ``GATES[NAME]`` (an
   ``asyncio.Event`` of this process, set by the test);
-- ``say TEXT`` — the final answer (the last line; by default ``done``).
+- ``say TEXT`` — the final answer (the last line; by default ``done``);
+  ``$last`` in it is replaced by the last tool result.
 
 Call ids are ``t<turn>c<call>``. A call answered "not run" (it never
 started) is issued again, once (id ``...-again``); one answered
@@ -66,6 +69,8 @@ def _call(line: str, call_id: str) -> dict[str, Any]:
         return {"name": "append_line", "input": args, "id": call_id}
     if verb == "read":
         return {"name": "read_note", "input": {"path": rest}, "id": call_id}
+    if verb == "whoami":
+        return {"name": "whoami", "input": {}, "id": call_id}
     if verb == "output":
         return {"name": "final_result", "input": json.loads(rest), "id": call_id}
     raise ValueError(f"batch_kit: unknown script line {line!r}")
@@ -83,7 +88,9 @@ def next_turn(request: ModelRequest) -> dict[str, Any]:
     for turn, line in enumerate(lines, 1):
         verb = line.partition(" ")[0]
         if verb == "say":
-            return {"text": line.partition(" ")[2] or "done"}
+            text = line.partition(" ")[2] or "done"
+            last = next(reversed(results.values()), "")
+            return {"text": text.replace("$last", last)}
         if verb == "wait":
             continue
         calls = [_call(part.strip(), f"t{turn}c{j}") for j, part in enumerate(line.split(" && "), 1)]
@@ -150,8 +157,12 @@ def _tools() -> list[Any]:
             os.remove(hang)
             with socket.create_connection(("127.0.0.1", int(port)), timeout=10) as conn:
                 conn.sendall(f"{os.getpid()}\n".encode())
-            await asyncio.Event().wait()  # in flight until the test kills this process
+                # in flight until the test kills this process (the test sees the connection close)
+                await asyncio.Event().wait()
         return f"appended {input['text']}"
+
+    def whoami(input: dict[str, Any], ctx: Any) -> str:
+        return f"pid {os.getpid()} on {socket.gethostname()}"
 
     def schema(**props: str) -> dict[str, Any]:
         return {"type": "object", "properties": {k: {"type": v} for k, v in props.items()},
@@ -164,6 +175,8 @@ def _tools() -> list[Any]:
         ToolDefinition(name="read_note", description="Read a note file of the workspace.",
                        input_schema=schema(path="string"), permission_key="path",
                        annotations=ToolAnnotations(read_only_hint=True, kind="read"), execute=read_note),
+        ToolDefinition(name="whoami", description="Which process runs the tools.", input_schema=schema(),
+                       annotations=ToolAnnotations(read_only_hint=True, kind="other"), execute=whoami),
         ToolDefinition(name="append_line", description="Append a line to a ledger file.",
                        input_schema=schema(ledger="string", text="string", port="integer"),
                        annotations=ToolAnnotations(read_only_hint=False), execute=append_line),
