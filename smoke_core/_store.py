@@ -262,6 +262,9 @@ class MemoryStore:
         info.title = title
         return True
 
+    def close(self) -> None:
+        """Nothing to release (for code that closes every store)."""
+
     def delete_session(self, session_id: str) -> bool:
         """Forget a session and its messages; False when there was none."""
         self._messages.pop(session_id, None)

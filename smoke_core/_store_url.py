@@ -74,7 +74,8 @@ def open_store(url: str, **options: Any) -> Any:
         from ._sqlite_store import SQLiteStore
 
         rest = url.split(":", 1)[1]
-        path = rest[2:] if rest.startswith("//") else rest  # sqlite:///abs -> /abs, sqlite:rel -> rel
+        # sqlite:///abs and sqlite:////abs -> /abs; sqlite:rel.db -> rel.db
+        path = "/" + rest.lstrip("/") if rest.startswith("///") else rest.removeprefix("//")
         if not path:
             raise StoreURLError(f"{url!r} names no file: use sqlite:///absolute/path.db or sqlite:relative.db")
         return SQLiteStore(os.path.expanduser(path), **options)

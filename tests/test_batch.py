@@ -324,3 +324,19 @@ def test_ctrl_c_stops_the_batch_and_the_same_command_resumes_it(tmp_path):
     r = results(tmp_path / "t.results.jsonl")["hang"]
     assert r["status"] == "completed" and r["resumed"] is True
     assert ledger.read_text() == "A\n"  # Ctrl-C cancelled the call: it is answered, not run again
+
+
+def test_smoke_store_url_chooses_the_cli_store(tmp_path, monkeypatch, capsys):
+    from smoke_core._cli_sessions import open_cli_store
+
+    monkeypatch.setenv("SMOKE_STORE_URL", f"sqlite:///{tmp_path / 'shared.db'}")
+    store = open_cli_store(tmp_path)
+    try:
+        assert isinstance(store, SQLiteStore) and store.path == tmp_path / "shared.db"
+    finally:
+        store.close()
+    monkeypatch.setenv("SMOKE_STORE_URL", "postgresql://me:secret@127.0.0.1:1/db")
+    with pytest.raises(SystemExit) as info:
+        open_cli_store(tmp_path)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "secret" not in err and "postgresql://me:***@127.0.0.1:1/db" in err
