@@ -257,8 +257,8 @@ async def test_batch_errors_are_clear(tmp_path):
     with pytest.raises(BatchError, match="does not exist"):
         await batch(tmp_path / "nope.jsonl")
     tasks = write_tasks(tmp_path / "t.jsonl", [{"id": "a", "task": "say a", "workspace": "."}])
-    with pytest.raises(BatchError, match=r"unknown engine 'ray' \(pip install smoke-ray\)"):
-        await batch(tasks, engine="ray")
+    with pytest.raises(BatchError, match=r"unknown engine 'nonesuch'; installed engines: local"):
+        await batch(tasks, engine="nonesuch")
     with pytest.raises(BatchError, match="cannot parse permission rule"):
         await batch(tasks, allow=["write_note("])
     with pytest.raises(BatchError, match="no installed store handles nope:// URLs"):
