@@ -109,8 +109,23 @@ class PostgresStore:
     # ------------------------------------------------------------ plumbing
 
     async def _open(self, min_size: int, max_size: int, connect_timeout: float) -> Any:
+        import psycopg
         from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+        # one direct connection first: a wrong URL or a refused connection fails now, with the server's words
+        try:
+            first = await psycopg.AsyncConnection.connect(self.url, autocommit=True,
+                                                          connect_timeout=max(1, int(connect_timeout)))
+        except psycopg.Error as exc:
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            raise StoreError(
+                f"cannot connect to the session store {redact(self.url)} ({reason}); check that PostgreSQL is "
+                f"running there and that the URL (SMOKE_STORE_URL) is right"
+            ) from None
+        try:
+            await migrate(first)
+        finally:
+            await first.close()
         pool = AsyncConnectionPool(
             self.url, min_size=min_size, max_size=max_size, open=False, timeout=2.0,
             kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout))},
@@ -118,8 +133,6 @@ class PostgresStore:
         )
         try:
             await pool.open(wait=True, timeout=connect_timeout)
-            async with pool.connection() as conn:
-                await migrate(conn)
         except PoolTimeout as exc:
             await pool.close()
             raise StoreError(
