@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
+from smoke_store_postgres import PostgresStore
 
 from smoke_core.plugin import run_batch
 from smoke_core.testing import batch_kit
-from smoke_store_postgres import PostgresStore
 
 KIT = "smoke_core.testing.batch_kit"
 
