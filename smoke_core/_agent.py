@@ -14,6 +14,7 @@ from ._compaction import Compactor
 from ._errors import AgentError, AgentErrorInfo
 from ._event_bus import EventBus, Listener
 from ._events import Event
+from ._fair import starved, take_turn
 from ._hooks import HookRunner
 from ._images import TaskPart, task_content
 from ._messages import Message
@@ -149,6 +150,8 @@ class Agent:
         ``RunResult.output`` holds the validated value; after
         ``output_retries`` invalid attempts the run fails with ``output_invalid``.
         """
+        if starved():  # many runs starting at once: take turns with timers and I/O (_fair)
+            await take_turn()
         if self._current is not None:
             raise RuntimeError("this agent is already running; wait for the run to end or create another agent")
         content, text = task_content(task)
