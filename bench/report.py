@@ -159,6 +159,32 @@ def summary(d: dict[str, Any]) -> tuple[str, list[str]]:
         add("7 Sandbox", "run_test on the demo project, sandboxed ÷ unsandboxed (median)",
             f"{_v(sb['run_test_ratio'])}×", "≤ 1.2×", sb["verdicts"]["run_test_ratio"],
             f"unsandboxed {_v(r['off']['median_ms'])} ms, sandboxed {_v(r['required']['median_ms'])} ms")
+    ba = B.get("batch")
+    if ba is not None:
+        if _err(ba):
+            rows.append(["8 Batch", "—", _err(ba), "", "not measured", ""])
+        else:
+            lo, ra = ba["engines"].get("local", {}), ba["engines"].get("ray", {})
+            if not _err(lo):
+                add("8 Batch", f"local engine: tasks/s ({ba['tasks']} tasks × {ba['steps']} steps)",
+                    _v(lo["tasks_per_s"]), "≥ 50", ba["verdicts"].get("local_tasks_per_s"),
+                    f"Ray, 2 workers: {_v(ra.get('tasks_per_s'))} tasks/s" if not _err(ra) else "")
+            if not _err(ra):
+                add("8 Batch", "Ray engine: overhead per task (median)", f"{_v(ra['overhead_ms_median'])} ms",
+                    "≤ 150 ms", ba["verdicts"].get("ray_overhead_ms"),
+                    f"local engine {_v(lo.get('overhead_ms_median'))} ms" if not _err(lo) else "")
+    so = B.get("store")
+    if so is not None:
+        if _err(so):
+            rows.append(["9 Stores", "—", _err(so), "", "not measured", ""])
+        else:
+            pg, sq = so["stores"].get("postgres", {}), so["stores"].get("sqlite", {})
+            if not _err(pg):
+                rows.append(["9 Stores", "PostgreSQL append p50 / p99; load 10,000 messages",
+                             f"{_v(pg['append_p50_ms'])} / {_v(pg['append_p99_ms'])} ms; {_v(pg['load_10k_ms'])} ms",
+                             "(no target)", "",
+                             f"SQLite {_v(sq.get('append_p50_ms'))} / {_v(sq.get('append_p99_ms'))} ms; "
+                             f"{_v(sq.get('load_10k_ms'))} ms"])
     return _table(["benchmark", "measure", "Smoke", "target", "verdict", "peers, same run"], rows), misses
 
 
@@ -311,6 +337,50 @@ def sec_sandbox(sb: dict[str, Any]) -> str:
     ])
 
 
+def sec_batch(ba: dict[str, Any]) -> str:
+    rows = []
+    for name, e in ba["engines"].items():
+        if _err(e):
+            rows.append([name, "", "", "", "", "", "", "", _err(e)])
+            continue
+        ray_mem = f"{e['ray_processes_peak_rss_mb']} MB" if "ray_processes_peak_rss_mb" in e else "—"
+        rows.append([name, e["concurrency"], e["tasks_per_s"], e["overhead_ms_median"], e["overhead_ms_p90"],
+                     e["in_task_overhead_ms_median"], e.get("around_task_ms_median", "—"), e["driver_peak_rss_mb"],
+                     ray_mem + f"; {e['completed']}/{e['tasks']} completed"])
+    return "\n".join([
+        f"{ba['tasks']} tasks through `smoke batch` (`run_batch`), {ba['steps']} steps each (4 `write_note` calls, "
+        f"then text), the model awaiting {ba['model_delay_ms']} ms per call (`smoke_core.testing.batch_kit`), on a "
+        "small git repository: a worktree per task and a diff at the end; sessions in a SQLite file. Ray: a local "
+        "cluster of 2 worker processes (`ray.init(num_cpus=2)`, started before the clock).\n",
+        _table(["engine", "concurrency", "tasks/s", "overhead ms (median)", "p90", "of which in the task",
+                "around the task", "driver peak RSS MB", "Ray processes peak RSS"], rows),
+        f"\nOverhead = the time from the engine starting a task (local: a free slot; Ray: submitting it) to its "
+        f"result line, minus the {ba['steps']} × {ba['model_delay_ms']} ms the model awaits: the worktree, the "
+        "agent, the loop, the session writes, the diff, scheduling and returning the result. \"In the task\" is "
+        "the task's own `duration_s` (worktree to diff); \"around the task\" is what the engine adds "
+        "(scheduling, shipping the task, returning the result).",
+    ])
+
+
+def sec_store(so: dict[str, Any]) -> str:
+    rows = []
+    for name, st in so["stores"].items():
+        if _err(st):
+            rows.append([name, "", "", "", _err(st)])
+        else:
+            rows.append([name, st["append_p50_ms"], st["append_p99_ms"], st["load_10k_ms"], ""])
+    return "\n".join([
+        "The same operations on `SQLiteStore` (a file, WAL, `synchronous=NORMAL`) and `PostgresStore` "
+        "(smoke-store-postgres, psycopg 3; a PostgreSQL server from the Debian packages on 127.0.0.1 with "
+        "`fsync=on`, started for the benchmark): 1,000 appends of an assistant message with a tool call to one "
+        "session through the plain (waiting) `append` a run uses, and `load` of a 10,000-message session "
+        "(median of 5).\n",
+        _table(["store", "append p50 ms", "append p99 ms", "load 10,000 messages ms", "note"], rows),
+        "\nA PostgreSQL append is one round trip (the `smoke_append` function) and is committed, on the "
+        "server's disk, when it returns; SQLite's WAL append is committed to the file (the OS may still hold it).",
+    ])
+
+
 SECTIONS = [
     ("startup", "1. Start-up", sec_startup),
     ("loop", "2. Loop overhead", sec_loop),
@@ -319,6 +389,8 @@ SECTIONS = [
     ("prompt", "5. Prompt overhead", sec_prompt),
     ("stream", "6. Streaming", sec_stream),
     ("sandbox", "7. Command sandbox", sec_sandbox),
+    ("batch", "8. Batch engines", sec_batch),
+    ("store", "9. Session stores", sec_store),
 ]
 
 
@@ -391,6 +463,8 @@ def render(d: dict[str, Any]) -> str:
         "python bench/bench_prompt.py       # 5: needs TIKTOKEN_CACHE_DIR holding o200k_base",
         "python bench/bench_stream.py       # 6: local SSE server, Smoke vs raw httpx-sse",
         "python bench/bench_sandbox.py      # 7: bubblewrap vs unsandboxed: `true`, run_test on the demo project",
+        "python bench/bench_batch.py        # 8: smoke batch, local engine vs Ray (2 workers): --only local|ray",
+        "python bench/bench_store.py        # 9: SQLiteStore vs PostgresStore: append latency, 10,000-message load",
         "python bench/report.py             # re-render this page from bench/results/latest.json",
         "```",
         "",

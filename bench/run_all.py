@@ -33,11 +33,13 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str], float]] = {
     "prompt": ("bench_prompt.py", [], [], 120),
     "stream": ("bench_stream.py", [], ["--reps", "1", "--deltas", "500", "--burst", "5000"], 300),
     "sandbox": ("bench_sandbox.py", [], ["--runs", "10", "--test-runs", "4"], 300),
+    "batch": ("bench_batch.py", [], ["--tasks", "40"], 1200),
+    "store": ("bench_store.py", [], ["--appends", "200", "--messages", "2000"], 300),
 }
 
 DISTS = ("smoke-core", "smoke-tools-filesystem", "smoke-tools-search", "smoke-tools-terminal", "smoke-tools-git",
          "smoke-tools-agent", "smoke-provider-openai", "smoke-provider-anthropic", "smoke-mcp", "smoke-skills",
-         "smoke-ui", "pydantic-ai-slim", "openai-agents", "llm", "llm-anthropic", "llm-gemini", "httpx",
+         "smoke-ui", "smoke-ray", "smoke-store-postgres", "ray", "psycopg", "pydantic-ai-slim", "openai-agents", "llm", "llm-anthropic", "llm-gemini", "httpx",
          "httpx-sse", "tiktoken", "pydantic", "jsonschema", "pluggy")
 
 

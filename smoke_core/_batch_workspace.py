@@ -19,8 +19,11 @@ diff and textconv), as smoke-tools-git does.
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import hashlib
 import os
 import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,26 +41,60 @@ class GitError(RuntimeError):
     pass
 
 
+def _git_sync(argv: list[str], cwd: str | None, env: dict[str, str]) -> tuple[int, str, str]:
+    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, stdin=subprocess.DEVNULL, check=False)
+    return proc.returncode, proc.stdout.decode("utf-8", errors="replace"), proc.stderr.decode(errors="replace")
+
+
+def _git_env() -> dict[str, str]:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1"}
+    env.pop("GIT_DIR", None)
+    env.pop("GIT_WORK_TREE", None)
+    env.pop("GIT_INDEX_FILE", None)
+    return env
+
+
 async def git(*args: str, cwd: str | Path | None = None, git_dir: str | Path | None = None,
               work_tree: str | Path | None = None, check: bool = True) -> tuple[int, str]:
-    """Run git without a shell; returns (exit code, stdout). stderr goes into the error."""
+    """Run git without a shell (in a worker thread: asyncio's child watcher
+    costs a thread per process); returns (exit code, stdout). stderr goes into the error."""
     argv = ["git", *SAFE_GIT]
     if git_dir is not None:
         argv += ["--git-dir", str(git_dir)]
     if work_tree is not None:
         argv += ["--work-tree", str(work_tree)]
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1"}
-    env.pop("GIT_DIR", None)
-    env.pop("GIT_WORK_TREE", None)
-    proc = await asyncio.create_subprocess_exec(
-        *argv, *args, cwd=str(cwd) if cwd else None, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, stdin=asyncio.subprocess.DEVNULL,
-    )
-    out, err = await proc.communicate()
-    code = proc.returncode if proc.returncode is not None else -1
+    argv += list(args)
+    code, out, err = await asyncio.to_thread(_git_sync, argv, str(cwd) if cwd else None, _git_env())
     if check and code != 0:
-        raise GitError(f"git {' '.join(args[:3])} failed (exit {code}): {err.decode(errors='replace').strip()[:500]}")
-    return code, out.decode("utf-8", errors="replace")
+        raise GitError(f"git {' '.join(args[:3])} failed (exit {code}): {err.strip()[:500]}")
+    return code, out
+
+
+def _add_worktree(top: Path, dest: Path, head: str, lock: Path) -> None:
+    """``git worktree add`` under a lock file: concurrent adds to one
+    repository (other tasks, other workers of this machine) race on its
+    ``.git/worktrees`` metadata."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    ready = lock.parent / f"{dest.name}.ready"
+    with open(lock, "a") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            if dest.exists() and ready.exists():
+                return  # a resumed task: its worktree is kept as it was left
+            if dest.exists():  # registered, never checked out (a crash in between): start it again
+                _git_sync(["git", *SAFE_GIT, "worktree", "remove", "--force", str(dest)], str(top), _git_env())
+                shutil.rmtree(dest, ignore_errors=True)
+            # only the registration is locked; the files are checked out below, in parallel
+            argv = ["git", *SAFE_GIT, "worktree", "add", "--detach", "--no-checkout", "--quiet", str(dest), head]
+            code, _, err = _git_sync(argv, str(top), _git_env())
+            if code != 0:
+                raise GitError(f"git worktree add failed (exit {code}): {err.strip()[:500]}")
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    code, _, err = _git_sync(["git", *SAFE_GIT, "reset", "--hard", "--quiet"], str(dest), _git_env())
+    if code != 0:
+        raise GitError(f"checking out the worktree {dest} failed (exit {code}): {err.strip()[:500]}")
+    ready.write_text("ok\n")
 
 
 @dataclass(slots=True)
@@ -73,36 +110,53 @@ class PreparedWorkspace:
     notes: list[str] = field(default_factory=list)
 
 
-async def _repository(source: Path) -> tuple[Path, str] | None:
-    """(top folder, HEAD commit) when ``source`` is inside a git repository with a commit."""
-    if shutil.which("git") is None:
-        return None
-    code, top = await git("rev-parse", "--show-toplevel", cwd=source, check=False)
-    if code != 0 or not top.strip():
-        return None
-    code, head = await git("rev-parse", "--verify", "HEAD", cwd=source, check=False)
-    if code != 0:
-        return None
-    return Path(top.strip()).resolve(), head.strip()
+@dataclass(frozen=True, slots=True)
+class _Repository:
+    top: Path
+    head: str
+    dirty: bool
+
+
+#: per (source, work folder): the repository is looked at once per batch, so
+#: every task of the batch starts from the same commit
+_repositories: dict[tuple[str, str], _Repository | None] = {}
+
+
+async def _repository(source: Path, work: Path) -> _Repository | None:
+    """The git repository ``source`` is in (with a commit), or None."""
+    key = (str(source), str(work))
+    if key in _repositories:
+        return _repositories[key]
+    found = None
+    if shutil.which("git") is not None:
+        code, out = await git("rev-parse", "--show-toplevel", "--verify", "HEAD", cwd=source, check=False)
+        lines = out.split()
+        if code == 0 and len(lines) == 2:
+            top, head = Path(lines[0]).resolve(), lines[1]
+            rel = "" if source == top else source.relative_to(top).as_posix()
+            _, status = await git("status", "--porcelain", "--", rel or ".", *EXCLUDES, cwd=top, check=False)
+            found = _Repository(top, head, bool(status.strip()))
+    _repositories[key] = found
+    return found
 
 
 async def prepare(source: Path, dest: Path, baseline: Path, *, in_place: bool) -> PreparedWorkspace:
-    """The task's workspace (see the module docstring)."""
+    """The task's workspace (see the module docstring); ``dest`` is
+    ``<work dir>/workspaces/<task>``."""
     if in_place:
         return PreparedWorkspace(source, "in-place")
-    repo = await _repository(source)
+    work = dest.parent.parent
+    repo = await _repository(source, work)
     if repo is not None:
-        top, head = repo
-        rel = "" if source == top else source.relative_to(top).as_posix()
-        if not dest.exists():
+        rel = "" if source == repo.top else source.relative_to(repo.top).as_posix()
+        if not (dest.exists() and (work / "locks" / f"{dest.name}.ready").exists()):
             dest.parent.mkdir(parents=True, exist_ok=True)
-            await git("worktree", "add", "--detach", "--quiet", str(dest), head, cwd=top)
-        prepared = PreparedWorkspace(dest / rel if rel else dest, "worktree", root=dest, rel=rel, base=head)
-        pathspec = [rel or ".", *EXCLUDES]
-        _, dirty = await git("status", "--porcelain", "--", *pathspec, cwd=top, check=False)
-        if dirty.strip():
+            lock = work / "locks" / f"worktree-{hashlib.sha1(str(repo.top).encode()).hexdigest()[:12]}.lock"
+            await asyncio.to_thread(_add_worktree, repo.top, dest, repo.head, lock)
+        prepared = PreparedWorkspace(dest / rel if rel else dest, "worktree", root=dest, rel=rel, base=repo.head)
+        if repo.dirty:
             prepared.notes.append(
-                f"the source has uncommitted changes; the task ran on its last commit ({head[:12]}), "
+                f"the source has uncommitted changes; the task ran on its last commit ({repo.head[:12]}), "
                 f"a git worktree, without them"
             )
         return prepared

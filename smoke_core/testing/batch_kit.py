@@ -22,7 +22,8 @@ several calls joined by `` && ``:
 - ``say TEXT`` — the final answer (the last line; by default ``done``);
   ``$last`` in it is replaced by the last tool result.
 
-Call ids are ``t<turn>c<call>``. A call answered "not run" (it never
+The model ``delay-<N>ms`` (``--model delay-10ms``) makes each model call
+await N ms, as a remote model would. Call ids are ``t<turn>c<call>``. A call answered "not run" (it never
 started) is issued again, once (id ``...-again``); one answered
 "interrupted" (its outcome unknown) is not.
 """
@@ -124,7 +125,10 @@ class BatchScriptProvider(ScriptedProvider):
     supports_images = False
 
     def __init__(self, *, model: str | None = None, **_: Any) -> None:
-        super().__init__([next_turn] * 1000, model=model or "batch-script", copy_requests=False)
+        delay = 0.0
+        if model and model.startswith("delay-") and model.endswith("ms"):  # "delay-10ms": each call awaits 10 ms
+            delay = float(model[len("delay-"):-2]) / 1000
+        super().__init__([next_turn] * 1000, model=model or "batch-script", copy_requests=False, delay=delay)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         for name in _waits_before(request):
