@@ -8,11 +8,16 @@ pydantic-ai shares one Agent),
 RSS growth (peak VmRSS from /proc/self/status sampled by the ticker, minus
 the RSS before the agents are made), and worst event-loop lag (a ticker task
 awaiting ``asyncio.sleep(0.005)`` in a loop while the runs go; lag = how late
-it wakes up).
+it wakes up), split into the garbage collector's pauses (``gc.callbacks``)
+and the rest.
 
 Smoke and pydantic-ai each run in their own process.
 
-    python bench/bench_concurrency.py [--only smoke|pydantic-ai] [--runs 1000]
+    python bench/bench_concurrency.py [--only smoke|smoke-gc-freeze|pydantic-ai] [--runs 1000]
+
+``smoke-gc-freeze`` is Smoke again with ``gc.freeze()`` called after the
+agents are made (as a server would after start-up), to show how much of the
+worst lag is the garbage collector's pass over the long-lived objects.
 """
 
 from __future__ import annotations
@@ -49,20 +54,41 @@ async def measured(work: Callable[[], Awaitable[int]], prepare: Callable[[], Any
     prepared = time.perf_counter() - t0
     peak = rss_mb()
     worst = 0.0
+    worst_outside_gc = 0.0
+    gc_total = 0.0
+    gc_worst = 0.0
+    gc_started = 0.0
     stop = asyncio.Event()
 
+    def gc_timer(phase: str, info: dict[str, Any]) -> None:
+        # how much of a late wake-up was the garbage collector's (one full pass over every live object)
+        nonlocal gc_total, gc_worst, gc_started
+        if phase == "start":
+            gc_started = time.perf_counter()
+        else:
+            pause = time.perf_counter() - gc_started
+            gc_total += pause
+            gc_worst = max(gc_worst, pause)
+
     async def ticker() -> None:
-        nonlocal worst, peak
+        nonlocal worst, worst_outside_gc, peak
         while not stop.is_set():
             t0 = time.perf_counter()
+            in_gc = gc_total
             await asyncio.sleep(TICK)
-            worst = max(worst, time.perf_counter() - t0 - TICK)
+            late = time.perf_counter() - t0 - TICK
+            worst = max(worst, late)
+            worst_outside_gc = max(worst_outside_gc, late - (gc_total - in_gc))
             peak = max(peak, rss_mb())
 
+    gc.callbacks.append(gc_timer)
     tick = asyncio.ensure_future(ticker())
     await asyncio.sleep(0)
     t1 = time.perf_counter()
-    completed = await work()
+    try:
+        completed = await work()
+    finally:
+        gc.callbacks.remove(gc_timer)
     ran = time.perf_counter() - t1
     stop.set()
     await tick
@@ -71,10 +97,11 @@ async def measured(work: Callable[[], Awaitable[int]], prepare: Callable[[], Any
         "completed": completed, "total_s": round(prepared + ran, 3), "runs_s": round(ran, 3),
         "create_agents_s": round(prepared, 3), "rss_before_mb": round(base, 1),
         "rss_growth_mb": round(peak - base, 1), "worst_lag_ms": round(worst * 1000, 1),
+        "worst_lag_outside_gc_ms": round(worst_outside_gc * 1000, 1), "worst_gc_pause_ms": round(gc_worst * 1000, 1),
     }
 
 
-def run_smoke(n: int) -> dict[str, Any]:
+def run_smoke(n: int, *, freeze: bool = False) -> dict[str, Any]:
     from bench_loop import _smoke_tool, smoke_agent
 
     tool = _smoke_tool()
@@ -88,6 +115,8 @@ def run_smoke(n: int) -> dict[str, Any]:
 
         def prepare() -> None:
             agents.extend(smoke_agent(ws, STEPS, False, tool, delay=DELAY) for _ in range(n))
+            if freeze:  # what a server does after start-up: its long-lived objects leave the collector's passes
+                gc.freeze()
 
         async def work() -> int:
             results = await asyncio.gather(*(a.run("go") for a in agents))
@@ -129,17 +158,22 @@ def run_pydantic_ai(n: int) -> dict[str, Any]:
 
 def main() -> None:
     ap = parser(__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=("smoke", "pydantic-ai"))
+    ap.add_argument("--only", choices=("smoke", "smoke-gc-freeze", "pydantic-ai"))
     ap.add_argument("--runs", type=int, default=1000)
     args = ap.parse_args()
     if args.only == "smoke":
         finish(args, {"framework": "smoke", "runs": args.runs, **run_smoke(args.runs)}, str)
         return
+    if args.only == "smoke-gc-freeze":
+        finish(args, {"framework": "smoke-gc-freeze", "runs": args.runs, **run_smoke(args.runs, freeze=True)}, str)
+        return
     if args.only == "pydantic-ai":
         finish(args, {"framework": "pydantic-ai", "version": installed_version("pydantic-ai-slim"),
                       "runs": args.runs, **run_pydantic_ai(args.runs)}, str)
         return
-    frameworks = {"smoke": run_child("bench_concurrency.py", "--only", "smoke", "--runs", str(args.runs))}
+    frameworks = {"smoke": run_child("bench_concurrency.py", "--only", "smoke", "--runs", str(args.runs)),
+                  "smoke-gc-freeze": run_child("bench_concurrency.py", "--only", "smoke-gc-freeze", "--runs",
+                                               str(args.runs))}
     if installed_version("pydantic-ai-slim"):
         frameworks["pydantic-ai"] = run_child("bench_concurrency.py", "--only", "pydantic-ai", "--runs",
                                               str(args.runs), timeout=300)

@@ -185,6 +185,32 @@ def summary(d: dict[str, Any]) -> tuple[str, list[str]]:
         add("9 Cache", f"prompt tokens a provider could serve from cache, {ca['steps']}-step run (worst adapter)",
             f"{ca['worst_share']:.1%}", "≥ 90 %", ca["verdicts"]["share"],
             "; ".join(f"{a} {r['share']:.1%} ({len(r['prefix_breaks'])} prefix breaks)" for a, r in by.items()))
+    ba = B.get("batch")
+    if ba is not None:
+        if _err(ba):
+            rows.append(["10 Batch", "—", _err(ba), "", "not measured", ""])
+        else:
+            lo, ra = ba["engines"].get("local", {}), ba["engines"].get("ray", {})
+            if not _err(lo):
+                add("10 Batch", f"local engine: tasks/s ({ba['tasks']} tasks × {ba['steps']} steps)",
+                    _v(lo["tasks_per_s"]), "≥ 50", ba["verdicts"].get("local_tasks_per_s"),
+                    f"Ray, 2 workers: {_v(ra.get('tasks_per_s'))} tasks/s" if not _err(ra) else "")
+            if not _err(ra):
+                add("10 Batch", "Ray engine: overhead per task (median)", f"{_v(ra['overhead_ms_median'])} ms",
+                    "≤ 150 ms", ba["verdicts"].get("ray_overhead_ms"),
+                    f"local engine {_v(lo.get('overhead_ms_median'))} ms" if not _err(lo) else "")
+    so = B.get("store")
+    if so is not None:
+        if _err(so):
+            rows.append(["11 Stores", "—", _err(so), "", "not measured", ""])
+        else:
+            pg, sq = so["stores"].get("postgres", {}), so["stores"].get("sqlite", {})
+            if not _err(pg):
+                rows.append(["11 Stores", "PostgreSQL append p50 / p99; load 10,000 messages",
+                             f"{_v(pg['append_p50_ms'])} / {_v(pg['append_p99_ms'])} ms; {_v(pg['load_10k_ms'])} ms",
+                             "(no target)", "",
+                             f"SQLite {_v(sq.get('append_p50_ms'))} / {_v(sq.get('append_p99_ms'))} ms; "
+                             f"{_v(sq.get('load_10k_ms'))} ms"])
     return _table(["benchmark", "measure", "Smoke", "target", "verdict", "peers, same run"], rows), misses
 
 
@@ -286,7 +312,23 @@ def sec_concurrency(co: dict[str, Any]) -> str:
         "\nRSS growth = peak VmRSS (sampled every tick) − VmRSS before the agents are made. Lag = how late a "
         "ticker task awaiting `asyncio.sleep(0.005)` wakes up, during the runs. The floor for the total is "
         f"{co['steps']} × {co['model_delay_ms']:.0f} ms = {co['steps'] * co['model_delay_ms'] / 1000:.2f} s.",
+        *_lag_split(co),
     ])
+
+
+def _lag_split(co: dict[str, Any]) -> list[str]:
+    sm = co["frameworks"].get("smoke") or {}
+    if "worst_gc_pause_ms" not in sm:
+        return []
+    return [
+        f"\nOf Smoke's worst lag: the longest garbage-collector pause during the runs was {sm['worst_gc_pause_ms']} ms "
+        f"(a full pass over every live object of the 1,000 runs), and the worst lag outside the collector's pauses "
+        f"{sm['worst_lag_outside_gc_ms']} ms. Runs take turns with timers and I/O (`smoke_core._fair`: past a 10 ms "
+        "budget without reaching its timers, a run waits for the loop's next heartbeat), so the runs themselves "
+        "no longer stall the loop for their whole wave; the collector's pass is not theirs to split. "
+        "`smoke-gc-freeze` is the same run with `gc.freeze()` after the agents are made, as a server would call "
+        "it after start-up: the collector then leaves the long-lived objects alone (see docs/scale.md)."
+    ]
 
 
 def sec_prompt(pr: dict[str, Any]) -> str:
@@ -403,6 +445,50 @@ def sec_cache(ca: dict[str, Any]) -> str:
     ])
 
 
+def sec_batch(ba: dict[str, Any]) -> str:
+    rows = []
+    for name, e in ba["engines"].items():
+        if _err(e):
+            rows.append([name, "", "", "", "", "", "", "", _err(e)])
+            continue
+        ray_mem = f"{e['ray_processes_peak_rss_mb']} MB" if "ray_processes_peak_rss_mb" in e else "—"
+        rows.append([name, e["concurrency"], e["tasks_per_s"], e["overhead_ms_median"], e["overhead_ms_p90"],
+                     e["in_task_overhead_ms_median"], e.get("around_task_ms_median", "—"), e["driver_peak_rss_mb"],
+                     ray_mem + f"; {e['completed']}/{e['tasks']} completed"])
+    return "\n".join([
+        f"{ba['tasks']} tasks through `smoke batch` (`run_batch`), {ba['steps']} steps each (4 `write_note` calls, "
+        f"then text), the model awaiting {ba['model_delay_ms']} ms per call (`smoke_core.testing.batch_kit`), on a "
+        "small git repository: a worktree per task and a diff at the end; sessions in a SQLite file. Ray: a local "
+        "cluster of 2 worker processes (`ray.init(num_cpus=2)`, started before the clock).\n",
+        _table(["engine", "concurrency", "tasks/s", "overhead ms (median)", "p90", "of which in the task",
+                "around the task", "driver peak RSS MB", "Ray processes peak RSS"], rows),
+        f"\nOverhead = the time from the engine starting a task (local: a free slot; Ray: submitting it) to its "
+        f"result line, minus the {ba['steps']} × {ba['model_delay_ms']} ms the model awaits: the worktree, the "
+        "agent, the loop, the session writes, the diff, scheduling and returning the result. \"In the task\" is "
+        "the task's own `duration_s` (worktree to diff); \"around the task\" is what the engine adds "
+        "(scheduling, shipping the task, returning the result).",
+    ])
+
+
+def sec_store(so: dict[str, Any]) -> str:
+    rows = []
+    for name, st in so["stores"].items():
+        if _err(st):
+            rows.append([name, "", "", "", _err(st)])
+        else:
+            rows.append([name, st["append_p50_ms"], st["append_p99_ms"], st["load_10k_ms"], ""])
+    return "\n".join([
+        "The same operations on `SQLiteStore` (a file, WAL, `synchronous=NORMAL`) and `PostgresStore` "
+        "(smoke-store-postgres, psycopg 3; a PostgreSQL server from the Debian packages on 127.0.0.1 with "
+        "`fsync=on`, started for the benchmark): 1,000 appends of an assistant message with a tool call to one "
+        "session through the plain (waiting) `append` a run uses, and `load` of a 10,000-message session "
+        "(median of 5).\n",
+        _table(["store", "append p50 ms", "append p99 ms", "load 10,000 messages ms", "note"], rows),
+        "\nA PostgreSQL append is one round trip (the `smoke_append` function) and is committed, on the "
+        "server's disk, when it returns; SQLite's WAL append is committed to the file (the OS may still hold it).",
+    ])
+
+
 SECTIONS = [
     ("startup", "1. Start-up", sec_startup),
     ("loop", "2. Loop overhead", sec_loop),
@@ -413,6 +499,8 @@ SECTIONS = [
     ("sandbox", "7. Command sandbox", sec_sandbox),
     ("otel", "8. OpenTelemetry (smoke-otel)", sec_otel),
     ("cache", "9. Prompt caching", sec_cache),
+    ("batch", "10. Batch engines", sec_batch),
+    ("store", "11. Session stores", sec_store),
 ]
 
 
@@ -487,6 +575,8 @@ def render(d: dict[str, Any]) -> str:
         "python bench/bench_sandbox.py      # 7: bubblewrap vs unsandboxed: `true`, run_test on the demo project",
         "python bench/bench_otel.py         # 7: smoke-otel vs the plain loop, the SDK floor, pydantic-ai instrumented",
         "python bench/bench_cache.py        # 8: cacheable share of prompt tokens over a 30-step run (o200k)",
+        "python bench/bench_batch.py        # 10: smoke batch, local engine vs Ray (2 workers): --only local|ray",
+        "python bench/bench_store.py        # 11: SQLiteStore vs PostgresStore: append latency, 10,000-message load",
         "python bench/report.py             # re-render this page from bench/results/latest.json",
         "```",
         "",

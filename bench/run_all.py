@@ -35,11 +35,13 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str], float]] = {
     "sandbox": ("bench_sandbox.py", [], ["--runs", "10", "--test-runs", "4"], 300),
     "otel": ("bench_otel.py", [], ["--reps", "2", "--peer-reps", "1"], 900),
     "cache": ("bench_cache.py", [], ["--steps", "12"], 300),
+    "batch": ("bench_batch.py", [], ["--tasks", "40"], 1200),
+    "store": ("bench_store.py", [], ["--appends", "200", "--messages", "2000"], 300),
 }
 
 DISTS = ("smoke-core", "smoke-tools-filesystem", "smoke-tools-search", "smoke-tools-terminal", "smoke-tools-git",
          "smoke-tools-agent", "smoke-provider-openai", "smoke-provider-anthropic", "smoke-mcp", "smoke-skills",
-         "smoke-ui", "smoke-otel", "opentelemetry-sdk", "pydantic-ai-slim", "openai-agents", "llm", "llm-anthropic", "llm-gemini", "httpx",
+         "smoke-ui", "smoke-otel", "opentelemetry-sdk", "smoke-ray", "smoke-store-postgres", "ray", "psycopg", "pydantic-ai-slim", "openai-agents", "llm", "llm-anthropic", "llm-gemini", "httpx",
          "httpx-sse", "tiktoken", "pydantic", "jsonschema", "pluggy")
 
 

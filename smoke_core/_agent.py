@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._call_journal import pending_calls, unanswered_result
 from ._compaction import Compactor
+from ._errors import AgentError, AgentErrorInfo
 from ._event_bus import EventBus, Listener
 from ._events import Event
+from ._fair import starved, take_turn
 from ._hooks import HookRunner
 from ._images import TaskPart, task_content
 from ._messages import Message
@@ -21,7 +24,8 @@ from ._pauses import PauseBroker
 from ._permissions import ANSWERS, PermissionGate, PermissionRule
 from ._provider_types import Provider, ProviderRegistry, RetryPolicy
 from ._run import RunDeps, RunHandle, RunResult
-from ._store import Store
+from ._session_lease import SessionBusy, SessionLease
+from ._store import CallRecord, Store
 from ._tools import ToolDefinition, ToolRegistry
 from .secrets import Redactor
 
@@ -81,6 +85,7 @@ class Agent:
         self._bus = EventBus()
         self._pauses = PauseBroker()
         self._current: RunHandle | None = None
+        self._busy: AgentErrorInfo | None = None  # why this run may not use its session (session_busy)
 
     # ------------------------------------------------------------ tools
 
@@ -145,6 +150,8 @@ class Agent:
         ``RunResult.output`` holds the validated value; after
         ``output_retries`` invalid attempts the run fails with ``output_invalid``.
         """
+        if starved():  # many runs starting at once: take turns with timers and I/O (_fair)
+            await take_turn()
         if self._current is not None:
             raise RuntimeError("this agent is already running; wait for the run to end or create another agent")
         content, text = task_content(task)
@@ -157,13 +164,33 @@ class Agent:
         output = OutputSpec(output_type, retries=output_retries) if output_type is not None else None
         handle = RunHandle(self, text, self._run_deps(), output=output, content=content)
         self._current = handle
+        lease = None
         try:
+            lease = await self._take_session_lease(handle)
             return await handle.start()
         finally:
+            if lease is not None:
+                await lease.release()
+            self._busy = None
             if self._current is handle:
                 self._current = None
             self._pauses.forget_early()
             self._gate.allowed_for_run.clear()
+
+    async def _take_session_lease(self, handle: RunHandle) -> SessionLease | None:
+        """One run per session at a time, across processes (_session_lease). A
+        busy session fails the run with ``session_busy`` from ``_load_history``,
+        before anything is written."""
+
+        def lost(info: AgentErrorInfo) -> None:
+            handle.warn(info)
+            handle.abort()
+
+        try:
+            return await SessionLease.take(self.store, self.session_id, on_lost=lost)
+        except SessionBusy as busy:
+            self._busy = busy.info
+            return None
 
     def _run_deps(self) -> RunDeps:
         return RunDeps(
@@ -304,9 +331,12 @@ class Agent:
     # ------------------------------------------------------------ sessions
 
     def _load_history(self) -> list[Message]:
+        if self._busy is not None:
+            raise AgentError(self._busy)
         if self.session_id is None:
             return []
-        return repair_history(list(self.store.load(self.session_id)))
+        messages = list(self.store.load(self.session_id))
+        return repair_history(messages, pending_calls(self.store, self.session_id))
 
     def _store_append(self, message: Message) -> None:
         if self.session_id is not None:
@@ -327,9 +357,12 @@ class Agent:
         await self.aclose()
 
 
-def repair_history(messages: list[Message]) -> list[Message]:
+def repair_history(messages: list[Message], journal: Mapping[str, CallRecord] | None = None) -> list[Message]:
     """Close tool calls left without results (a run killed mid-step) so the
-    history is valid for every provider; the store itself is not changed."""
+    history is valid for every provider; the store itself is not changed.
+    ``journal`` (the store's pending mutating calls) says which of them
+    started, so they read "interrupted: outcome unknown" rather than "not
+    run" (_call_journal.unanswered_result)."""
     out: list[Message] = []
     for i, message in enumerate(messages):
         out.append(message)
@@ -343,11 +376,7 @@ def repair_history(messages: list[Message]) -> list[Message]:
         missing = [c for c in calls if c["id"] not in answered]
         if not missing:
             continue
-        filler = [
-            {"type": "tool_result", "tool_call_id": c["id"], "is_error": True,
-             "content": [{"type": "text", "text": "not run: the previous run ended before this call completed"}]}
-            for c in missing
-        ]
+        filler = [unanswered_result(c, journal) for c in missing]
         if nxt is not None and nxt["role"] == "tool":
             messages[i + 1] = {"role": "tool", "content": [*nxt["content"], *filler]}
         else:

@@ -17,12 +17,13 @@ if TYPE_CHECKING:
 
 @hookimpl
 def register_commands(cli: click.Group) -> None:
-    from . import _commands, _doctor
+    from . import _batch, _commands, _doctor
 
     for command in (
         _commands.run_command, _commands.chat_command, _commands.demo_command, _commands.sessions_group,
         _commands.plugins_command, _commands.providers_command, _commands.tools_command,
         _commands.trust_command, _commands.permissions_command, _doctor.doctor_command,
+        _batch.batch_command,
     ):
         cli.add_command(command)
 

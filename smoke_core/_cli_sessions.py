@@ -20,9 +20,19 @@ def open_cli_store(workspace: Path, *, new_session: bool = False) -> Any:
     """The workspace's SQLite store. A damaged file is one clear message and
     exit status 2, except for a new session: the damaged file is then moved
     aside (kept) and a fresh one started, with a warning on stderr (logged
-    by the store)."""
+    by the store). ``SMOKE_STORE_URL`` names another store (``postgresql://...``
+    with smoke-store-postgres: sessions shared between machines)."""
     from ._sqlite_store import SQLiteStore
-    from ._store import StoreCorruptError
+    from ._store import StoreCorruptError, StoreError
+    from ._store_url import StoreURLError, open_store, redact_url, store_url_from_env
+
+    url = store_url_from_env()
+    if url is not None:
+        try:
+            return open_store(url)
+        except (StoreURLError, StoreError, OSError) as exc:
+            click.echo(f"smoke: SMOKE_STORE_URL={redact_url(url)}: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
 
     try:
         return SQLiteStore(sessions_db(workspace), on_corrupt="start_fresh" if new_session else "raise")

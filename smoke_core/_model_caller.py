@@ -14,6 +14,7 @@ from typing import Any
 from ._compaction import summarise_with
 from ._errors import AgentError, AgentErrorInfo
 from ._event_bus import Emit
+from ._fair import starved, take_turn
 from ._hooks import HookRunner
 from ._messages import Message
 from ._options import Guards
@@ -192,8 +193,13 @@ class ModelCaller:
         usage = Usage()
         finish: Finished | None = None
         emit = self.emit
+        paced = False
         try:
             async for ev in stream:
+                if not paced:  # the reply began: if many runs woke together, let timers and I/O in first (_fair)
+                    paced = True
+                    if starved():
+                        await take_turn()
                 if type(ev) is TextDelta:
                     if ev.text:
                         text_parts.append(ev.text)

@@ -35,6 +35,7 @@ from ._context import ToolContext
 from ._errors import AgentError, AgentErrorInfo, ToolError
 from ._event_bus import EventBus
 from ._events import Event
+from ._fair import starved, take_turn
 from ._hooks import HookRunner
 from ._messages import Message, user_message
 from ._model_caller import ModelCaller
@@ -295,6 +296,8 @@ class RunHandle:
         text: str | None = None
         try:
             try:
+                if starved():  # many runs starting at once: take turns with timers and I/O (_fair)
+                    await take_turn()
                 st.messages = deps.load_history()
                 self.emit(
                     "run.started",
@@ -410,6 +413,9 @@ class RunHandle:
         emit = self.emit
         while True:
             self._check_abort()
+            if starved():  # many runs on one loop: take turns with timers and I/O (_fair)
+                await take_turn()
+                self._check_abort()
             if st.step >= max_steps:
                 raise RunFailed(
                     AgentErrorInfo.from_code(

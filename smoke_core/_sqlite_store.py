@@ -14,6 +14,14 @@ A message row that cannot be decoded is replaced by a placeholder and
 reported in :attr:`SQLiteStore.warnings`; it never fails a load.
 :func:`salvage_sessions` copies whatever can still be read into a new file
 (``smoke sessions doctor``).
+
+The same file holds the session leases (one run per session at a time,
+across the processes of this machine) and the journal of mutating tool
+calls (at-most-once execution across crashes); see ``_store``.
+
+Why this module is long: the store, its damaged-file handling and the
+salvage of a damaged file read the same schema and rows, and are kept
+together so that they cannot drift apart.
 """
 
 from __future__ import annotations
@@ -32,7 +40,17 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from ._messages import Message
-from ._store import SessionInfo, StoreCorruptError, salvage_hint
+from ._store import (
+    DEFAULT_LEASE_TTL,
+    DEFAULT_LEASE_WAIT,
+    CallRecord,
+    Lease,
+    LeaseHolder,
+    SessionInfo,
+    StoreCorruptError,
+    lease_decision,
+    salvage_hint,
+)
 
 log = logging.getLogger("smoke.store")
 
@@ -52,6 +70,23 @@ CREATE TABLE IF NOT EXISTS messages (
     content TEXT NOT NULL,
     created_at REAL NOT NULL,
     UNIQUE (session_id, seq)
+);
+CREATE TABLE IF NOT EXISTS leases (
+    session_id TEXT PRIMARY KEY,
+    token TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    since REAL NOT NULL,
+    expires_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tool_calls (
+    session_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    tool_name TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    ended_at REAL,
+    result TEXT,
+    PRIMARY KEY (session_id, call_id)
 );
 """
 
@@ -102,16 +137,22 @@ class SQLiteStore:
     place and records a warning — for starting a new session when the old
     ones cannot be read. ``warnings`` lists every problem met (damaged file,
     unreadable messages); each is also logged on ``smoke.store``.
+    ``lease_ttl`` / ``lease_wait`` (seconds): how long a run's session lease
+    lasts between renewals, and how long a second run on a busy session
+    waits before it fails with ``session_busy``.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, on_corrupt: Literal["raise", "start_fresh"] = "raise"
+        self, path: str | os.PathLike[str], *, on_corrupt: Literal["raise", "start_fresh"] = "raise",
+        lease_ttl: float = DEFAULT_LEASE_TTL, lease_wait: float = DEFAULT_LEASE_WAIT,
     ) -> None:
         if on_corrupt not in ("raise", "start_fresh"):
             raise ValueError(f"on_corrupt must be 'raise' or 'start_fresh', got {on_corrupt!r}")
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.on_corrupt = on_corrupt
+        self.lease_ttl = lease_ttl
+        self.lease_wait = lease_wait
         self.warnings: list[str] = []
         self.moved_aside: Path | None = None
         self._lock = threading.Lock()
@@ -229,6 +270,11 @@ class SQLiteStore:
                 "WHERE session_id = ?",
                 (seq + 1, now, title, session_id),
             )
+            if message["role"] == "tool":  # these calls are answered: the journal has done its job
+                conn.executemany(
+                    "DELETE FROM tool_calls WHERE session_id = ? AND call_id = ?",
+                    [(session_id, str(b.get("tool_call_id"))) for b in message["content"]],
+                )
             conn.execute("COMMIT")
         except BaseException:
             try:
@@ -251,6 +297,7 @@ class SQLiteStore:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+                conn.execute("DELETE FROM tool_calls WHERE session_id = ?", (session_id,))
                 cur = conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
                 conn.execute("COMMIT")
             except BaseException:
@@ -271,6 +318,98 @@ class SQLiteStore:
             ).fetchall()
         )
         return [SessionInfo(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+    # ------------------------------------------------------------ session lease
+
+    def _transaction(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        def run(conn: sqlite3.Connection) -> T:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                value = op(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+                raise
+            return value
+
+        return self._guard(run)
+
+    def acquire_lease(self, session_id: str, holder: LeaseHolder, ttl: float) -> Lease:
+        """Take the session's lease for ``ttl`` seconds, or say who has it."""
+
+        def op(conn: sqlite3.Connection) -> Lease:
+            now = time.time()
+            row = conn.execute(
+                "SELECT token, host, pid, since, expires_at FROM leases WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            current = LeaseHolder(row[0], row[1], row[2]) if row else None
+            if row is None or lease_decision(current, row[4], holder, now):
+                since = row[3] if row is not None and row[0] == holder.token else now
+                conn.execute(
+                    "INSERT INTO leases (session_id, token, host, pid, since, expires_at) VALUES (?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT(session_id) DO UPDATE SET token = excluded.token, host = excluded.host, "
+                    "pid = excluded.pid, since = excluded.since, expires_at = excluded.expires_at",
+                    (session_id, holder.token, holder.host, holder.pid, since, now + ttl),
+                )
+                return Lease(session_id, True, holder, since, now + ttl)
+            assert current is not None
+            return Lease(session_id, False, current, row[3], row[4])
+
+        return self._transaction(op)
+
+    def renew_lease(self, session_id: str, holder: LeaseHolder, ttl: float) -> bool:
+        """Extend ``holder``'s lease; False when it is no longer theirs."""
+        cur = self._guard(lambda conn: conn.execute(
+            "UPDATE leases SET expires_at = ? WHERE session_id = ? AND token = ?",
+            (time.time() + ttl, session_id, holder.token),
+        ))
+        return cur.rowcount > 0
+
+    def release_lease(self, session_id: str, holder: LeaseHolder) -> None:
+        self._guard(lambda conn: conn.execute(
+            "DELETE FROM leases WHERE session_id = ? AND token = ?", (session_id, holder.token)
+        ))
+
+    # ------------------------------------------------------------ call journal
+
+    def record_call_start(self, session_id: str, call_id: str, tool_name: str) -> None:
+        """Commit that a mutating call is about to run (before it runs)."""
+        self._guard(lambda conn: conn.execute(
+            "INSERT INTO tool_calls (session_id, call_id, tool_name, started_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(session_id, call_id) DO UPDATE SET tool_name = excluded.tool_name, "
+            "started_at = excluded.started_at, ended_at = NULL, result = NULL",
+            (session_id, call_id, tool_name, time.time()),
+        ))
+
+    def record_call_end(self, session_id: str, call_id: str, result: dict[str, Any]) -> None:
+        """Commit that the call returned, with its result."""
+        text = json.dumps(result, ensure_ascii=False)
+        now = time.time()
+        self._guard(lambda conn: conn.execute(
+            "INSERT INTO tool_calls (session_id, call_id, tool_name, started_at, ended_at, result) "
+            "VALUES (?, ?, '', ?, ?, ?) ON CONFLICT(session_id, call_id) DO UPDATE SET "
+            "ended_at = excluded.ended_at, result = excluded.result",
+            (session_id, call_id, now, now, text),
+        ))
+
+    def pending_calls(self, session_id: str) -> dict[str, CallRecord]:
+        """Journaled calls whose result message was never appended."""
+        rows = self._guard(lambda conn: conn.execute(
+            "SELECT call_id, tool_name, started_at, ended_at, result FROM tool_calls WHERE session_id = ?",
+            (session_id,),
+        ).fetchall())
+        out: dict[str, CallRecord] = {}
+        for call_id, tool_name, started_at, ended_at, result in rows:
+            try:
+                value = json.loads(result) if result is not None else None
+            except ValueError:
+                value = None
+            out[call_id] = CallRecord(call_id, tool_name, started_at, ended_at,
+                                      value if isinstance(value, dict) else None)
+        return out
 
 
 # ---------------------------------------------------------------- decoding rows

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ._call_journal import CallJournal
 from ._context import ToolContext
 from ._errors import AgentError, AgentErrorInfo, ToolError
 from ._event_bus import Emit
@@ -237,6 +238,19 @@ class ToolExecutor:
             return fail("permission_denied", message)
 
         ctx = self.make_context(call_id, name, grants=frozenset(grants))
+        # at-most-once across crashes: a mutating call's start is committed before it executes (_call_journal)
+        journal = CallJournal.for_call(self.hook_run, tool)
+        if journal is not None:
+            await journal.started(call_id, name)
+            executed = await self._execute(tool, tool_input, ctx, call_id, name)
+            await journal.ended(call_id, executed[0].content, executed[0].is_error)
+            return executed
+        return await self._execute(tool, tool_input, ctx, call_id, name)
+
+    async def _execute(
+        self, tool: ToolDefinition, tool_input: dict[str, Any], ctx: ToolContext, call_id: str, name: str
+    ) -> Outcome:
+        """Execute the call, then coerce, redact and spill its result; never raises except on cancel."""
         try:
             if tool.blocking:
                 raw_result = await asyncio.to_thread(tool.execute, tool_input, ctx)

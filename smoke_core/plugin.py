@@ -29,10 +29,18 @@ __all__ = [
     "AgentError",
     "AgentErrorInfo",
     "AgentOptions",
+    "BatchConfig",
+    "BatchError",
+    "BatchTask",
+    "CallRecord",
     "ChatHost",
     "ConfigError",
     "Event",
     "Image",
+    "JournalingStore",
+    "Lease",
+    "LeaseHolder",
+    "LeasingStore",
     "ManagedStore",
     "MemoryStore",
     "Message",
@@ -47,6 +55,7 @@ __all__ = [
     "SettingsError",
     "SlashCommand",
     "Store",
+    "StoreError",
     "ToolAnnotations",
     "ToolContext",
     "ToolDefinition",
@@ -58,13 +67,18 @@ __all__ = [
     "WorkspaceError",
     "WorkspacePath",
     "WorkspaceRaceError",
+    "batch_error_result",
     "child_env",
     "create_agent",
     "hookimpl",
     "is_secret_name",
+    "lease_decision",
     "looks_secret",
     "new_session_id",
+    "open_store",
     "resolve_agent_settings",
+    "run_batch",
+    "run_batch_task",
     "tool",
     "user_message",
     "visible",
@@ -93,6 +107,20 @@ _LAZY: dict[str, str] = {
     "AgentOptions": "_options",
     "Image": "_images",
     "ManagedStore": "_store",
+    "CallRecord": "_store",
+    "JournalingStore": "_store",
+    "Lease": "_store",
+    "LeaseHolder": "_store",
+    "LeasingStore": "_store",
+    "StoreError": "_store",
+    "lease_decision": "_store",
+    "open_store": "_store_url",
+    "BatchConfig": "_batch_tasks",
+    "BatchTask": "_batch_tasks",
+    "BatchError": "_batch_main",
+    "run_batch": "_batch_main",
+    "batch_error_result": "_batch_task",
+    "run_batch_task": "_batch_task",
     "MemoryStore": "_store",
     "SessionInfo": "_store",
     "Store": "_store",
@@ -135,6 +163,9 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from ._agent import Agent, new_session_id
+    from ._batch_main import BatchError, run_batch
+    from ._batch_task import batch_error_result, run_batch_task
+    from ._batch_tasks import BatchConfig, BatchTask
     from ._config import ConfigError, NoProviderError, resolve_agent_settings
     from ._context import ToolContext
     from ._errors import ERROR_CODES, AgentError, AgentErrorInfo, ToolError
@@ -147,7 +178,20 @@ if TYPE_CHECKING:
     from ._run import RunHandle, RunResult
     from ._slash import ChatHost, SlashCommand
     from ._sqlite_store import SQLiteStore
-    from ._store import ManagedStore, MemoryStore, SessionInfo, Store
+    from ._store import (
+        CallRecord,
+        JournalingStore,
+        Lease,
+        LeaseHolder,
+        LeasingStore,
+        ManagedStore,
+        MemoryStore,
+        SessionInfo,
+        Store,
+        StoreError,
+        lease_decision,
+    )
+    from ._store_url import open_store
     from ._tool_decorator import tool
     from ._tools import (
         TOOL_KINDS,

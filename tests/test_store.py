@@ -32,6 +32,9 @@ class TestSQLiteStore(StoreContract):
         yield s
         s.close()
 
+    def reopen(self, store):
+        return SQLiteStore(store.path)
+
     def test_survives_reopen(self, tmp_path):
         path = tmp_path / "s.db"
         with SQLiteStore(path) as s:
