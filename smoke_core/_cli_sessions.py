@@ -26,12 +26,14 @@ def open_cli_store(workspace: Path, *, new_session: bool = False) -> Any:
     from ._store import StoreCorruptError, StoreError
     from ._store_url import StoreURLError, open_store, redact_url, store_url_from_env
 
-    url = store_url_from_env()
+    url, where = store_url_from_env(), "SMOKE_STORE_URL"
+    if url is None:
+        url, where = _settings_store(workspace), "the store setting"
     if url is not None:
         try:
             return open_store(url)
         except (StoreURLError, StoreError, OSError) as exc:
-            click.echo(f"smoke: SMOKE_STORE_URL={redact_url(url)}: {exc}", err=True)
+            click.echo(f"smoke: {where} {redact_url(url)}: {exc}", err=True)
             sys.exit(EXIT_USAGE)
 
     try:
@@ -39,6 +41,19 @@ def open_cli_store(workspace: Path, *, new_session: bool = False) -> Any:
     except StoreCorruptError as exc:
         click.echo(f"smoke: {exc}", err=True)
         sys.exit(EXIT_USAGE)
+
+
+def _settings_store(workspace: Path) -> str | None:
+    """The ``store`` setting for this workspace (user settings, or a trusted
+    folder's own), or None; a settings mistake is reported where it is read."""
+    from ._config import ConfigError
+    from .settings import resolve_settings
+
+    try:
+        value = resolve_settings(workspace, trust=None).values.get("store")
+    except ConfigError:
+        return None
+    return value if isinstance(value, str) and value else None
 
 
 def doctor_impl(workspace: Path, source: str | None) -> None:

@@ -246,7 +246,7 @@ def create_agent(
         groups=groups,
         extra_tools=extra_tools,
         system_prompt=system_prompt,
-        store=store if store is not None else MemoryStore(),
+        store=store if store is not None else _store_from_settings(values.get("store")),
         retry=retry or RetryPolicy(),
         guards=guards or Guards(),
         compactor=Compactor(context_window=_context_window(context_window, provider_obj)),
@@ -259,6 +259,14 @@ def create_agent(
         settings=resolved,
     )
     return agent
+
+
+def _store_from_settings(url: str | None) -> Store:
+    """The ``store`` setting (or ``SMOKE_STORE_URL``) opened, else a MemoryStore."""
+    from ._store_url import open_store, store_url_from_env
+
+    url = store_url_from_env() or url
+    return open_store(url) if url else MemoryStore()
 
 
 def _context_window(given: int | None, provider: Provider) -> int:

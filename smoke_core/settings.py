@@ -199,6 +199,10 @@ class Settings(BaseModel):
         description="the OS sandbox for commands (docs/sandbox.md)"))
     instructions: StrictStr | None = Field(None, json_schema_extra=_policy(
         "text", untrusted="yes", description="text added to the system prompt (text only: it runs nothing)"))
+    store: StrictStr | None = Field(None, json_schema_extra=_policy(
+        "a store URL", layers=_FILES_AND_CODE,
+        description="where sessions are kept: a SQLite path, `sqlite:///path.db` or `postgresql://...` "
+                    "(plugin smoke-store-postgres); `SMOKE_STORE_URL` wins over the files"))
     stream: StrictBool | None = Field(None, json_schema_extra=_policy(
         "true or false", layers=_ALL, untrusted="yes",
         description="`false` asks the provider for whole replies instead of a stream (default true)"))

@@ -481,3 +481,27 @@ def test_every_setting_and_command_is_documented():
 def test_conftest_isolates_the_real_settings():
     assert not str(user_settings_path()).startswith(str(Path.home() / ".config"))
     assert os.environ["SMOKE_MANAGED_SETTINGS"] != "/etc/smoke/managed.yaml"
+
+
+def test_the_store_setting_chooses_where_sessions_are_kept(tmp_path, monkeypatch):
+    from smoke_core import create_agent
+    from smoke_core.plugin import SQLiteStore
+    from smoke_core.testing import ScriptedProvider
+
+    db = tmp_path / "elsewhere" / "sessions.db"
+    cfg = tmp_path / "cfg" / "smoke" / "config.yaml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text(f"store: {db}\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.delenv("SMOKE_STORE_URL", raising=False)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    agent = create_agent(ws, provider=ScriptedProvider(["ok"]), session_id="s1")
+    assert isinstance(agent.store, SQLiteStore) and agent.store.path == db
+    agent.run_sync("go")
+    assert [m["role"] for m in SQLiteStore(db).load("s1")] == ["user", "assistant"]
+    # a repository may not choose it
+    (ws / ".smoke").mkdir()
+    (ws / ".smoke" / "config.yaml").write_text(f"store: {tmp_path / 'repo.db'}\n")
+    agent = create_agent(ws, provider=ScriptedProvider(["ok"]), trust_workspace=False)
+    assert agent.store.path == db

@@ -96,12 +96,29 @@ AgentFactory = Callable[..., "Agent"]
 
 
 def open_store(workspace: str | Path) -> Store:
-    """The server's session store: a SQLite file at ``<workspace>/.smoke/sessions.db``.
-    A damaged file is moved aside (kept, named in a warning on stderr) and a
-    fresh one started, so the server always comes up; ``smoke sessions
-    doctor`` salvages what the old one holds."""
-    from smoke_core.plugin import SQLiteStore
+    """The server's session store: ``SMOKE_STORE_URL`` or the ``store`` setting
+    when set (e.g. ``postgresql://...`` with smoke-store-postgres: sessions
+    shared with other processes), else a SQLite file at
+    ``<workspace>/.smoke/sessions.db``. A damaged SQLite file is moved aside
+    (kept, named in a warning on stderr) and a fresh one started, so the
+    server always comes up; ``smoke sessions doctor`` salvages what the old
+    one holds."""
+    import os
 
+    from smoke_core.plugin import SQLiteStore
+    from smoke_core.plugin import open_store as open_url
+
+    url = os.environ.get("SMOKE_STORE_URL", "").strip() or None
+    if url is None:
+        from smoke_core.settings import resolve_settings
+
+        try:
+            url = resolve_settings(workspace, trust=None).values.get("store") or None
+        except ValueError:
+            url = None
+    if url:
+        store: Store = open_url(url)
+        return store
     return SQLiteStore(Path(workspace) / ".smoke" / "sessions.db", on_corrupt="start_fresh")
 
 

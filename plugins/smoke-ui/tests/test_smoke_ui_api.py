@@ -990,3 +990,16 @@ async def test_a_subagents_approval_is_pending_with_its_parent_and_answered_like
     assert parent_text == ["Delegating.", "both done"]  # the subagents' text is theirs, not the parent's
     child_text = [e["data"]["text"] for e in seen if e["type"] == "text.end" and e["data"].get("parent_tool_call_id")]
     assert sorted(child_text) == ["Reading.", "a says alpha", "c saved"]
+
+
+def test_smoke_store_url_chooses_the_servers_store(tmp_path, monkeypatch):
+    from smoke_ui.server import open_store
+
+    db = tmp_path / "shared.db"
+    monkeypatch.setenv("SMOKE_STORE_URL", f"sqlite:///{db}")
+    store = open_store(tmp_path / "ws")
+    try:
+        store.append("s", {"role": "user", "content": [{"type": "text", "text": "hi"}]})
+    finally:
+        store.close()
+    assert db.exists() and not (tmp_path / "ws" / ".smoke" / "sessions.db").exists()
