@@ -87,7 +87,7 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff over everything; mypy over core (strict) and every plugin."""
-    session.install("-q", ".", *[f"./plugins/{n}" for n in PLUGINS], "ruff", "mypy", "types-PyYAML")
+    session.install("-q", ".", *[f"./plugins/{n}" for n in PLUGINS], "ruff", "mypy", "types-PyYAML", "pillow")
     session.run("ruff", "check", "smoke_core", "plugins", "tests", "bench", "noxfile.py")
     session.run("mypy", "smoke_core")
     packages = [str(next((ROOT / "plugins" / n).glob("smoke_*/__init__.py")).parent.relative_to(ROOT))

@@ -29,7 +29,11 @@ if TYPE_CHECKING:
 DEFAULT_WINDOW = 2000
 MAX_LINE_CHARS = 2000
 MAX_WINDOW_CHARS = 200_000
-MAX_IMAGE_BYTES = 10 * 1024 * 1024
+#: the largest image read_file returns (Anthropic's limit for one image); a
+#: larger one is scaled down when Pillow is installed, else refused
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+#: images larger than this are refused outright rather than decoded to scale
+MAX_SCALABLE_IMAGE_BYTES = 50 * 1024 * 1024
 #: Text files up to this size are read through the editor when it holds them (editor_files).
 MAX_EDITOR_BYTES = 10 * 1024 * 1024
 IMAGE_TYPES = {
@@ -37,6 +41,41 @@ IMAGE_TYPES = {
 }
 DEFAULT_LIST_LIMIT = 200
 MAX_LIST_LIMIT = 2000
+
+
+def _downscaled(raw: bytes, name: str, size: int) -> tuple[bytes, str, str]:
+    """An image over :data:`MAX_IMAGE_BYTES` made small enough with Pillow
+    (halving until it fits, as PNG or JPEG), or a ToolError saying why not."""
+    try:
+        from PIL import Image
+    except ImportError:
+        raise ToolError(
+            f"{name} is an image of {size} bytes, more than the {MAX_IMAGE_BYTES} bytes read_file returns; "
+            f"resize it first (or install Pillow, and read_file scales large images down)"
+        ) from None
+    import io
+
+    try:
+        img: Image.Image = Image.open(io.BytesIO(raw))
+        img.load()
+    except Exception as exc:
+        raise ToolError(f"{name} could not be read as an image ({exc}); it may be cut or damaged") from None
+    fmt, mime = ("PNG", "image/png") if img.mode in ("RGBA", "LA", "P") else ("JPEG", "image/jpeg")
+    if fmt == "JPEG" and img.mode != "RGB":
+        img = img.convert("RGB")
+    width, height = img.size
+    while True:
+        out = io.BytesIO()
+        img.save(out, format=fmt, optimize=True, **({"quality": 85} if fmt == "JPEG" else {}))
+        data = out.getvalue()
+        if len(data) <= MAX_IMAGE_BYTES or min(img.size) <= 16:
+            break
+        img = img.resize((max(1, img.size[0] // 2), max(1, img.size[1] // 2)))
+    if len(data) > MAX_IMAGE_BYTES:
+        raise ToolError(f"{name} stays larger than {MAX_IMAGE_BYTES} bytes even scaled down; crop it first")
+    caption = (f"{name} ({size} bytes, {width}x{height}) scaled down to {img.size[0]}x{img.size[1]} "
+               f"({mime}, {len(data)} bytes) to fit the {MAX_IMAGE_BYTES}-byte limit")
+    return data, mime, caption
 
 
 def _image_mime(head: bytes, suffix: str) -> str | None:
@@ -93,15 +132,19 @@ def read_file(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
         mime = IMAGE_TYPES.get(path.suffix.lower()) and _image_mime(head, path.suffix.lower())
         if mime:
             size = os.fstat(fh.fileno()).st_size
-            if size > MAX_IMAGE_BYTES:
+            if size > MAX_SCALABLE_IMAGE_BYTES:
                 raise ToolError(
-                    f"{name} is an image of {size} bytes, more than the {MAX_IMAGE_BYTES} bytes read_file returns; "
-                    f"resize it first"
+                    f"{name} is an image of {size} bytes, too large to send or to scale down here "
+                    f"(the limit is {MAX_SCALABLE_IMAGE_BYTES} bytes); resize or crop it first"
                 )
             fh.seek(0)
-            data = base64.b64encode(fh.read()).decode("ascii")
-            result = ToolResult.image(data, mime, caption=f"{name} ({mime}, {size} bytes)")
-            result.data = {"path": name, "mime_type": mime, "bytes": size}
+            raw_image = fh.read()
+            caption = f"{name} ({mime}, {size} bytes)"
+            if size > MAX_IMAGE_BYTES:
+                raw_image, mime, caption = _downscaled(raw_image, name, size)
+            data = base64.b64encode(raw_image).decode("ascii")
+            result = ToolResult.image(data, mime, caption=caption)
+            result.data = {"path": name, "mime_type": mime, "bytes": size, "sent_bytes": len(raw_image)}
             return result
         if looks_binary(head):
             size = os.fstat(fh.fileno()).st_size

@@ -249,3 +249,62 @@ def test_delete_file(tmp_path: Path):
     (tmp_path / "alias").symlink_to("target.txt")
     call(tmp_path, "delete_file", path="alias")
     assert not (tmp_path / "alias").is_symlink() and (tmp_path / "target.txt").read_text() == "stay\n"
+
+
+def _noisy_png(width: int, height: int) -> bytes:
+    """A PNG that does not compress (random pixels), so its size follows its area."""
+    import io
+
+    from PIL import Image
+
+    img = Image.frombytes("RGB", (width, height), os.urandom(width * height * 3))
+    out = io.BytesIO()
+    img.save(out, format="PNG")
+    return out.getvalue()
+
+
+def test_read_file_scales_a_large_image_down(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import io
+
+    from PIL import Image
+    from smoke_tools_filesystem import _read
+
+    monkeypatch.setattr(_read, "MAX_IMAGE_BYTES", 200_000)
+    big = _noisy_png(1200, 800)  # ~2.9 MB of incompressible pixels; even as JPEG too big
+    assert len(big) > 200_000
+    (tmp_path / "shot.png").write_bytes(big)
+    result = call(tmp_path, "read_file", path="shot.png")
+    image = next(b for b in result.content if b["type"] == "image")
+    sent = base64.b64decode(image["data"])
+    assert len(sent) <= 200_000 and result.data["sent_bytes"] == len(sent) and result.data["bytes"] == len(big)
+    scaled = Image.open(io.BytesIO(sent))
+    assert scaled.size[0] < 1200 and scaled.size[1] < 800
+    assert abs(scaled.size[0] / scaled.size[1] - 1.5) < 0.05  # the aspect ratio is kept
+    assert "scaled down to" in result.text_content() and "1200x800" in result.text_content()
+    # a small image is sent untouched
+    small = _noisy_png(40, 40)
+    (tmp_path / "icon.png").write_bytes(small)
+    icon = next(b for b in call(tmp_path, "read_file", path="icon.png").content if b["type"] == "image")
+    assert base64.b64decode(icon["data"]) == small
+
+
+def test_read_file_large_image_without_pillow_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import sys
+
+    from smoke_tools_filesystem import _read
+
+    monkeypatch.setattr(_read, "MAX_IMAGE_BYTES", 1000)
+    monkeypatch.setitem(sys.modules, "PIL", None)  # import PIL now raises ImportError
+    (tmp_path / "shot.png").write_bytes(b"\x89PNG\r\n\x1a\n" + os.urandom(5000))
+    message = fails(tmp_path, "read_file", path="shot.png")
+    assert "more than the 1000 bytes" in message and "install Pillow" in message
+
+
+def test_read_file_damaged_or_huge_image_is_refused_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from smoke_tools_filesystem import _read
+
+    monkeypatch.setattr(_read, "MAX_IMAGE_BYTES", 1000)
+    (tmp_path / "cut.png").write_bytes(b"\x89PNG\r\n\x1a\n" + os.urandom(5000))
+    assert "could not be read as an image" in fails(tmp_path, "read_file", path="cut.png")
+    monkeypatch.setattr(_read, "MAX_SCALABLE_IMAGE_BYTES", 2000)
+    assert "too large to send or to scale down" in fails(tmp_path, "read_file", path="cut.png")
