@@ -45,7 +45,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -235,6 +235,30 @@ class SandboxPolicy:
             env_names=tuple(settings.env),
             notes=tuple(notes),
         )
+
+    def with_visible(self, *paths: str | os.PathLike[str]) -> SandboxPolicy:
+        """This policy, with the folders of ``paths`` kept visible (read-only)
+        although they lie under a folder the sandbox empties, such as ``/tmp``.
+
+        For a program its launcher names: a stdio MCP server's script in
+        ``/tmp/x/server.py`` keeps ``/tmp/x`` (its sibling modules too), never
+        ``/tmp`` itself (then only the file). Paths that do not exist, or are
+        visible anyway, are left out."""
+        hidden = [Path("/tmp")] if self.network else [Path("/tmp"), Path("/run"), Path("/var/run")]
+        out = list(self.visible)
+        for raw in paths:
+            if not raw or not os.path.isabs(raw) or not os.path.exists(raw):
+                continue
+            path = Path(raw).resolve()
+            root = next((r for r in hidden if r in path.parents), None)
+            if root is None:
+                continue
+            keep = path if path.is_dir() else path.parent
+            if keep == root:
+                keep = path
+            if keep not in out and not any(o == keep or o in keep.parents for o in out):
+                out.append(keep)
+        return replace(self, visible=tuple(out))
 
 
 def _visible(env: Mapping[str, str], *, network: bool) -> tuple[Path, ...]:

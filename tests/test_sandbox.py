@@ -260,6 +260,35 @@ def test_a_virtualenv_on_path_under_tmp_stays_visible_and_the_rest_of_tmp_does_n
 
 
 @needs_bwrap
+def test_with_visible_keeps_a_launched_programs_folder_under_tmp_and_no_more(
+    tmp_path: Path, world: dict[str, Path]
+) -> None:
+    """A stdio MCP server's script in /tmp/x/server.py: /tmp/x is readable in
+    the sandbox (with its sibling modules), the rest of /tmp is not, and a
+    file directly in /tmp shows only itself."""
+    if Path("/tmp") not in tmp_path.resolve().parents:
+        pytest.skip("the test's temporary folder is not under /tmp here")
+    server_dir = tmp_path / "server"
+    server_dir.mkdir()
+    (server_dir / "server.sh").write_text(". ./helper.sh\necho server-ran $HELPER\n")
+    (server_dir / "helper.sh").write_text("HELPER=helped\n")
+    (tmp_path / "beside.txt").write_text("host tmp file\n")
+    base = SandboxPolicy.from_settings(None, world["ws"])
+    policy = base.with_visible(str(server_dir / "server.sh"), "relative/ignored", "/nonexistent/x", str(world["ws"]))
+    assert policy.visible == (*base.visible, server_dir.resolve())
+    assert base.with_visible("/tmp").visible == base.visible  # never the whole of /tmp
+    loose = Path(tempfile.mkstemp(prefix="smoke-visible-", dir="/tmp")[1])
+    try:
+        assert base.with_visible(str(loose)).visible == (*base.visible, loose.resolve())
+    finally:
+        loose.unlink()
+    proc = _run(policy, f"cd {server_dir} && sh server.sh; cat {tmp_path}/beside.txt; touch {server_dir}/new; echo rc=$?")
+    assert proc.stdout.splitlines()[0] == "server-ran helped"
+    assert "host tmp file" not in proc.stdout
+    assert "rc=1" in proc.stdout and not (server_dir / "new").exists()  # readable, not writable
+
+
+@needs_bwrap
 def test_own_pid_namespace_shows_no_other_process(world: dict[str, Path]) -> None:
     proc = _run(SandboxPolicy.from_settings(None, world["ws"]),
                 f"ls /proc | grep -c '^[0-9]'; test -e /proc/{os.getpid()} && echo SEES-HARNESS; echo $$")

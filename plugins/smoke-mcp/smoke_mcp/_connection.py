@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import shutil
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -280,6 +281,9 @@ class MCPServerConnection:
         if cfg.sandbox_network:
             update["network"] = True
         policy = SandboxPolicy.from_settings(base.model_copy(update=update), self.workspace_root)
+        # the program and the files its command line names stay readable even
+        # in the sandbox's private /tmp (a server script in /tmp/x/server.py)
+        policy = policy.with_visible(shutil.which(argv[0]) or argv[0], *argv[1:], str(cwd))
         try:
             launch = prepare(argv, policy, cwd=cwd, extra_env=cfg.env)
         except SandboxUnavailable as exc:
