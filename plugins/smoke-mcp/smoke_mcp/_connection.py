@@ -269,16 +269,22 @@ class MCPServerConnection:
         cfg = self.config
         argv = [cfg.command or "", *[str(a) for a in cfg.args]]
         settings = self.sandbox_settings
-        wanted = cfg.sandbox if cfg.sandbox is not None else bool(settings is not None and settings.mcp)
+        by_settings = bool(settings is not None and settings.mcp)
+        # a repository's entry may ask for the sandbox, never loosen the one the
+        # trusted settings impose: its "sandbox": false and {"network": true} are
+        # ignored while sandbox.mcp is on
+        loosening = cfg.origin == "repository" and by_settings
+        entry_sandbox = None if loosening and cfg.sandbox is False else cfg.sandbox
+        wanted = entry_sandbox if entry_sandbox is not None else by_settings
         if not wanted:
             return argv, server_env(cfg)
         from smoke_core.sandbox import SandboxPolicy, SandboxSettings, SandboxUnavailable, prepare
 
         base = settings if settings is not None else SandboxSettings()
         update: dict[str, Any] = {"env": [*base.env, *cfg.env.keys()]}
-        if cfg.sandbox is True:
+        if entry_sandbox is True:
             update["mode"] = "required"
-        if cfg.sandbox_network:
+        if cfg.sandbox_network and not loosening:
             update["network"] = True
         policy = SandboxPolicy.from_settings(base.model_copy(update=update), self.workspace_root)
         # the program and the files its command line names stay readable even

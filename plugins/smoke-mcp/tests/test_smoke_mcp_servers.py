@@ -576,6 +576,25 @@ async def test_a_server_configured_sandboxed_runs_in_the_os_sandbox(tmp_path: Pa
     assert plain_env["SMOKE_TEST_ORDINARY"] == "kept"
 
 
+@pytest.mark.slow
+async def test_a_repository_entry_cannot_take_its_server_out_of_the_settings_sandbox(tmp_path: Path) -> None:
+    from smoke_core import sandbox
+
+    if not sandbox.available():
+        pytest.skip(f"the OS sandbox cannot run here: {sandbox.status().reason()}")
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"r": {**_test_server(), "sandbox": False}}}))
+    turns = [{"tool_calls": [{"name": "r__pid", "input": {}}, {"name": "c__pid", "input": {}}]}, "ok"]
+    # the person's trusted settings sandbox every MCP server; code's own entry may still opt out
+    agent, _ = _agent(tmp_path, turns, {"c": _test_server(trusted=True, sandbox=False)},
+                      permission="allow-all", sandbox={"mcp": True})
+    rec = Recorder(agent, {"mcp_server:r": "allow"})
+    async with agent:
+        result = await agent.run("where do you run?")
+    assert result.status == "completed", rec.warnings()
+    assert int(rec.completed("r__pid")[0]["content"][0]["text"]) < 10  # sandboxed: its own PID namespace
+    assert int(rec.completed("c__pid")[0]["content"][0]["text"]) > 10  # the programmer's opt-out holds
+
+
 def test_a_bad_sandbox_value_in_a_server_config_is_a_clear_problem() -> None:
     from smoke_mcp._config import parse_server
 
