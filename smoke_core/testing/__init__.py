@@ -4,6 +4,10 @@
   records every request exactly as a real provider would receive it.
 - :func:`make_tool_context`: a :class:`~smoke_core.plugin.ToolContext` for
   calling a tool's ``execute`` directly in unit tests.
+- The contract kits, pytest classes a plugin's tests subclass to run core's
+  conformance tests for what the plugin implements: :class:`ToolContract`
+  (tools), :class:`ProviderContract` (a provider adapter), :class:`StoreContract`
+  (a session store).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from .._workspace import Workspace
 
 __all__ = [
     "FakeProviderServer", "ProviderContract", "RecordedRequest", "Reply", "ScriptedProvider", "StoreContract",
-    "collect_events", "isolate_settings", "load_cassette", "make_tool_context",
+    "ToolContract", "collect_events", "isolate_settings", "load_cassette", "make_tool_context",
 ]
 
 _FROM_PROVIDER_KIT = ("FakeProviderServer", "ProviderContract", "RecordedRequest", "Reply", "collect_events",
@@ -62,6 +66,10 @@ def __getattr__(name: str) -> Any:
         from ._store_contract import StoreContract
 
         return StoreContract
+    if name == "ToolContract":
+        from ._tool_contract import ToolContract
+
+        return ToolContract
     if name in _FROM_PROVIDER_KIT:
         from . import _provider_contract
 
