@@ -16,7 +16,7 @@ import asyncio
 import copy
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._context import ToolContext
 from .._errors import AgentError, AgentErrorInfo
@@ -75,6 +75,19 @@ def __getattr__(name: str) -> Any:
 
         return getattr(_provider_contract, name)
     raise AttributeError(name)
+
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers and the API reference
+    from ._provider_contract import (
+        FakeProviderServer,
+        ProviderContract,
+        RecordedRequest,
+        Reply,
+        collect_events,
+        load_cassette,
+    )
+    from ._store_contract import StoreContract
+    from ._tool_contract import ToolContract
 
 Turn = str | dict[str, Any] | BaseException | AgentErrorInfo | Callable[[ModelRequest], Any]
 
