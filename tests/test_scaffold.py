@@ -207,3 +207,23 @@ def test_tool_contract_fails_plugins_that_break_it(tmp_path: Path) -> None:
     assert "changed the workspace" in proc.stdout and "touched.txt" in proc.stdout
     assert "needs Smoke's plugin API >=2.0" in proc.stdout
     assert "add sample_inputs for ['peek']" in proc.stdout
+
+
+def test_the_tutorial_shows_the_template_and_the_example_as_they_are(tmp_path: Path) -> None:
+    """docs/write-a-plugin.md starts from `smoke plugin new` and quotes its module
+    and the example plugin verbatim, so the tutorial cannot drift from the code."""
+    root = Path(__file__).resolve().parents[1]
+    doc = (root / "docs" / "write-a-plugin.md").read_text(encoding="utf-8")
+    first_section = doc.split("\n## 2.", 1)[0]
+    assert "## 1. Start from the template" in first_section and "smoke plugin new acme-tools" in first_section
+    assert "smoke install -e '.[test]'" in first_section
+    result = CliRunner().invoke(cli, ["plugin", "new", "acme-tools", "-d", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    module = (tmp_path / "acme-tools" / "acme_tools" / "__init__.py").read_text(encoding="utf-8")
+    assert f"```python\n{module.split(chr(34) * 3 + chr(10) * 2, 1)[1].rstrip()}\n```" in doc
+    example = root / "docs" / "examples" / "smoke-policy-example"
+    source = (example / "smoke_policy_example" / "__init__.py").read_text(encoding="utf-8")
+    assert f"```python\n{source.split(chr(34) * 3 + chr(10) * 2, 1)[1].rstrip()}\n```" in doc
+    assert f"```toml\n{(example / 'pyproject.toml').read_text(encoding='utf-8').rstrip()}\n```" in doc
+    for kit in ("ToolContract", "ProviderContract", "StoreContract"):
+        assert kit in doc.split("### Test it against Smoke's contracts", 1)[1]
