@@ -96,7 +96,7 @@ def test_first_party_packages_share_smoke_cores_version() -> None:
     assert set(versions.values()) == {smoke_core.__version__}, versions
 
 
-@pytest.mark.parametrize("folder", PACKAGE_DIRS[1:] + [EXAMPLE], ids=lambda d: d.name)
+@pytest.mark.parametrize("folder", [*PACKAGE_DIRS[1:], EXAMPLE], ids=lambda d: d.name)
 def test_first_party_dependencies_are_compatible_ranges(folder: Path) -> None:
     """A dependency on a Smoke package admits this release's patch versions and
     stops before the next minor (``>=0.2,<0.3``): before 1.0 a minor release may
