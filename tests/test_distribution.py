@@ -85,8 +85,11 @@ def test_every_package_has_complete_metadata(folder: Path) -> None:
     # the same project links everywhere, so they change in one sweep
     assert project["urls"] == _project(ROOT)["urls"]
     assert set(project["urls"]) == {"Homepage", "Documentation", "Repository", "Changelog", "Issues"}
-    build = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))["build-system"]
-    assert build["requires"] == ["hatchling>=1.27"], "hatchling 1.27 is the first to write PEP 639 license metadata"
+    pyproject = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["build-system"]["requires"] == ["hatchling>=1.27"], "1.27: the first with PEP 639 licenses"
+    targets = pyproject["tool"]["hatch"]["build"]["targets"]
+    # metadata 2.4 (PEP 639) is what PyPI and every twine >= 6.1 accept; hatchling >= 1.30 defaults to 2.5
+    assert targets["wheel"]["core-metadata-version"] == targets["sdist"]["core-metadata-version"] == "2.4"
 
 
 def test_first_party_packages_share_smoke_cores_version() -> None:
@@ -286,6 +289,7 @@ def _assert_from_local_index(report: dict[str, Any], index: dict[str, Any], expe
             if name.startswith("smoke-") or item["download_info"]["url"].startswith(index["url"])}
     assert ours == expected
     for name in ours:
+        assert installed[name]["metadata"]["metadata_version"] in ("2.4", "2.1")  # 2.1: the setuptools example
         info = installed[name]["download_info"]
         filename = info["url"].rsplit("/", 1)[-1]
         assert info["url"].startswith(f"{index['url']}/files/"), f"{name} came from {info['url']}"
