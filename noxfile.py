@@ -1,9 +1,12 @@
 """Sessions: `lint` (ruff, mypy), `core` (core alone), one `plugin(<name>)`
 per plugin (core + that plugin alone), `tests` (everything installed together:
-the cross-plugin and end-to-end tests, marked `integration`), `demo`, `bench`.
+the cross-plugin and end-to-end tests, marked `integration`), `build` (wheels
+and sdists of every package in dist/, twine check, then the index tests:
+`pip install` from a local package index in fresh virtualenvs), `docs` (the
+MkDocs site, strict), `demo`, `bench`.
 
-`nox` with no arguments runs lint, core, every plugin session and tests — the
-README's test command, which `.ci/run` calls. Each test runs once: a plugin's
+`nox` with no arguments runs lint, core, every plugin session, tests, build
+and docs — the README's test command, which `.ci/run` calls. Each test runs once: a plugin's
 own tests run in its session, core's in `core`, and `tests` runs only what
 needs several plugins. `nox -s core -- -m "not slow"` is the fast lane.
 """
@@ -12,19 +15,27 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path
 
 import nox
 
 ROOT = Path(__file__).parent
 PLUGINS = sorted(p.name for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").exists())
+#: packages that are not plugins (the meta-package): built and published, no tests of their own
+PACKAGES = sorted(p.name for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").exists())
 ARTIFACTS = ROOT / "test-artifacts"
+DIST = ROOT / "dist"
+SITE = ROOT / "build" / "site"
 
-nox.options.sessions = ["lint", "core", "plugin", "tests"]
+nox.options.sessions = ["lint", "core", "plugin", "tests", "build", "docs"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = False
 
-TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "setuptools>=70.1"]
+# setuptools and hatchling: the tests build the docs example and a `smoke plugin new` package offline
+TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "setuptools>=70.1", "hatchling>=1.27"]
+BUILD_DEPS = ["build>=1.2", "hatchling>=1.27", "twine>=6.1"]
+DOCS_DEPS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10", "mkdocstrings[python]>=0.26"]
 
 
 def _env() -> dict[str, str]:
@@ -35,12 +46,12 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _pytest(session: nox.Session, name: str, *paths: str) -> None:
+def _pytest(session: nox.Session, name: str, *paths: str, env: dict[str, str] | None = None) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     session.run(
         "python", "-m", "pytest", "-p", "no:cacheprovider", "--import-mode=importlib",
         f"--junitxml={ARTIFACTS / f'junit-{name}.xml'}", "-q", *paths, *session.posargs,
-        env=_env(),
+        env={**_env(), **(env or {})},
     )
 
 
@@ -64,7 +75,7 @@ def _plugin_install_spec(name: str) -> str:
 def core(session: nox.Session) -> None:
     """Core alone: no plugin installed; proves core stands on its own."""
     session.install("-q", ".", *TEST_DEPS)
-    _pytest(session, "core", "tests", "-m", "not integration")
+    _pytest(session, "core", "tests", "-m", "not integration and not index")
 
 
 @nox.session
@@ -88,7 +99,7 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff over everything; mypy over core (strict) and every plugin."""
     session.install("-q", ".", *[f"./plugins/{n}" for n in PLUGINS], "ruff", "mypy", "types-PyYAML", "pillow")
-    session.run("ruff", "check", "smoke_core", "plugins", "tests", "bench", "noxfile.py")
+    session.run("ruff", "check", "smoke_core", "plugins", "tests", "bench", "noxfile.py", "mkdocs_hooks.py")
     session.run("mypy", "smoke_core")
     packages = [str(next((ROOT / "plugins" / n).glob("smoke_*/__init__.py")).parent.relative_to(ROOT))
                 for n in PLUGINS]
@@ -109,3 +120,31 @@ def bench(session: nox.Session) -> None:
     if (ROOT / "bench" / "requirements.txt").exists():
         session.install("-q", "-r", "bench/requirements.txt")
     session.run("python", "bench/run_all.py", *session.posargs, env=_env())
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Wheels and sdists of core, every plugin and the meta-package in dist/
+    (each wheel built from its sdist, as an installer would), `twine check
+    --strict` over them, then the index tests (tests/test_distribution.py,
+    marked `index`) on exactly these files: a local PEP 503 index on
+    127.0.0.1, `pip install smoke-tools-git` / `smoke-harness` / the tutorial's
+    plugin in fresh virtualenvs, third-party dependencies from the normal index."""
+    session.install("-q", *BUILD_DEPS)
+    shutil.rmtree(DIST, ignore_errors=True)
+    for folder in [".", *[f"plugins/{n}" for n in PLUGINS], *[f"packages/{n}" for n in PACKAGES]]:
+        session.run("python", "-m", "build", "--no-isolation", "-q", "--outdir", str(DIST), folder, silent=True)
+    built = sorted(str(p) for p in DIST.iterdir())
+    session.log(f"{len(built)} files in dist/")
+    session.run("twine", "check", "--strict", *built)
+    session.install("-q", ".", *TEST_DEPS)
+    _pytest(session, "build", "tests/test_distribution.py", "-m", "index",
+            env={"SMOKE_DIST_DIR": str(DIST)})
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site: MkDocs in strict mode (a broken internal link or
+    a docstring the API reference cannot read fails), into build/site/."""
+    session.install("-q", ".", *DOCS_DEPS)
+    session.run("mkdocs", "build", "--strict", "--site-dir", str(SITE), env={**_env(), "NO_MKDOCS_2_WARNING": "1"})

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 import pytest
 
-from smoke_core import _batch, _builtins, _commands, _doctor
+from smoke_core import _batch, _builtins, _commands, _doctor, _install, _scaffold
 from smoke_core._slash import BUILTIN_COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,6 +19,7 @@ CORE_COMMANDS = [
     _commands.run_command, _commands.chat_command, _commands.demo_command, _commands.sessions_group,
     _commands.plugins_command, _commands.providers_command, _commands.tools_command, _commands.trust_command,
     _commands.permissions_command, _doctor.doctor_command, _batch.batch_command,
+    _install.install_command, _install.uninstall_command, _scaffold.plugin_group,
 ]
 
 

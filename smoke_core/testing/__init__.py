@@ -4,6 +4,10 @@
   records every request exactly as a real provider would receive it.
 - :func:`make_tool_context`: a :class:`~smoke_core.plugin.ToolContext` for
   calling a tool's ``execute`` directly in unit tests.
+- The contract kits, pytest classes a plugin's tests subclass to run core's
+  conformance tests for what the plugin implements: :class:`ToolContract`
+  (tools), :class:`ProviderContract` (a provider adapter), :class:`StoreContract`
+  (a session store).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import asyncio
 import copy
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._context import ToolContext
 from .._errors import AgentError, AgentErrorInfo
@@ -30,7 +34,7 @@ from .._workspace import Workspace
 
 __all__ = [
     "FakeProviderServer", "ProviderContract", "RecordedRequest", "Reply", "ScriptedProvider", "StoreContract",
-    "collect_events", "isolate_settings", "load_cassette", "make_tool_context",
+    "ToolContract", "collect_events", "isolate_settings", "load_cassette", "make_tool_context",
 ]
 
 _FROM_PROVIDER_KIT = ("FakeProviderServer", "ProviderContract", "RecordedRequest", "Reply", "collect_events",
@@ -62,11 +66,28 @@ def __getattr__(name: str) -> Any:
         from ._store_contract import StoreContract
 
         return StoreContract
+    if name == "ToolContract":
+        from ._tool_contract import ToolContract
+
+        return ToolContract
     if name in _FROM_PROVIDER_KIT:
         from . import _provider_contract
 
         return getattr(_provider_contract, name)
     raise AttributeError(name)
+
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers and the API reference
+    from ._provider_contract import (
+        FakeProviderServer,
+        ProviderContract,
+        RecordedRequest,
+        Reply,
+        collect_events,
+        load_cassette,
+    )
+    from ._store_contract import StoreContract
+    from ._tool_contract import ToolContract
 
 Turn = str | dict[str, Any] | BaseException | AgentErrorInfo | Callable[[ModelRequest], Any]
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from smoke_core import hookimpl
+from smoke_core.plugin import hookimpl
+
+#: The plugin API this plugin is written for: a Smoke providing another skips it, saying why.
+__smoke_plugin_api__ = ">=1.0,<2"
 
 #: What the audit hook saw, newest last (a real plugin would write to a log).
 AUDIT_LOG: list[dict] = []
@@ -39,7 +42,7 @@ def after_tool_call(tool_name, tool_call_id, blocked, error, duration_ms):
 
 @hookimpl
 def register_tools(register):
-    from smoke_core import tool
+    from smoke_core.plugin import tool
 
     @tool(
         read_only=True,
