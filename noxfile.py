@@ -26,6 +26,8 @@ PLUGINS = sorted(p.name for p in (ROOT / "plugins").iterdir() if (p / "pyproject
 PACKAGES = sorted(p.name for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").exists())
 ARTIFACTS = ROOT / "test-artifacts"
 DIST = ROOT / "dist"
+#: the third-party dependencies of what is in dist/, as wheels, for the index tests (no network in tests)
+WHEELHOUSE = ROOT / "build" / "wheelhouse"
 SITE = ROOT / "build" / "site"
 
 nox.options.sessions = ["lint", "core", "plugin", "tests", "build", "docs"]
@@ -129,7 +131,8 @@ def build(session: nox.Session) -> None:
     --strict` over them, then the index tests (tests/test_distribution.py,
     marked `index`) on exactly these files: a local PEP 503 index on
     127.0.0.1, `pip install smoke-tools-git` / `smoke-harness` / the tutorial's
-    plugin in fresh virtualenvs, third-party dependencies from the normal index."""
+    plugin in fresh virtualenvs, third-party dependencies from build/wheelhouse
+    (built here first), so the tests reach nothing but 127.0.0.1."""
     session.install("-q", *BUILD_DEPS)
     shutil.rmtree(DIST, ignore_errors=True)
     for folder in [".", *[f"plugins/{n}" for n in PLUGINS], *[f"packages/{n}" for n in PACKAGES]]:
@@ -137,9 +140,14 @@ def build(session: nox.Session) -> None:
     built = sorted(str(p) for p in DIST.iterdir())
     session.log(f"{len(built)} files in dist/")
     session.run("twine", "check", "--strict", *built)
+    # the third-party dependencies, fetched here as any session's installs are,
+    # so that the index tests install from 127.0.0.1 alone
+    shutil.rmtree(WHEELHOUSE, ignore_errors=True)
+    session.run("python", "-m", "pip", "wheel", "-q", "--wheel-dir", str(WHEELHOUSE), "--find-links", str(DIST),
+                *[p for p in built if p.endswith(".whl")], silent=True)
     session.install("-q", ".", *TEST_DEPS)
     _pytest(session, "build", "tests/test_distribution.py", "-m", "index",
-            env={"SMOKE_DIST_DIR": str(DIST)})
+            env={"SMOKE_DIST_DIR": str(DIST), "SMOKE_DIST_DEPS": str(WHEELHOUSE)})
 
 
 @nox.session

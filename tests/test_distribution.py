@@ -3,14 +3,15 @@
 The fast tests read the packages' metadata. The index tests (marked ``index``;
 the ``build`` nox session runs them on the files it built, ``SMOKE_DIST_DIR``)
 serve the built wheels as a PEP 503 simple index on 127.0.0.1 — a plain HTTP
-server over the files — and ``pip install`` from it into fresh virtualenvs,
-with the third-party dependencies from the normal package index.
+server over the files — and ``pip install`` from it alone into fresh
+virtualenvs. The third-party dependencies are on that index too: the build
+session first makes them into wheels (``SMOKE_DIST_DEPS``, ``pip wheel``), so
+the tests reach nothing but 127.0.0.1.
 
-Why pip's installation report: pip merges the candidates of every index it is
-given, so a ``smoke-core`` published by someone else on the normal index
-could win and the test would pass on the wrong files. The report says where
-every installed distribution came from, with its hash: each Smoke package must
-come from the local index and be byte-for-byte the file built here.
+Why pip's installation report: it says where every installed distribution
+came from, with its hash: each Smoke package must come from the local index
+and be byte-for-byte the file built here (not a copy pip made, not another
+``smoke-core``).
 """
 
 from __future__ import annotations
@@ -172,6 +173,20 @@ def dist_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def _dist_name(f: Path) -> str:
+    return str(parse_wheel_filename(f.name)[0] if f.suffix == ".whl" else parse_sdist_filename(f.name)[0])
+
+
+def _wheelhouse() -> Path:
+    """The third-party dependencies as wheels (``SMOKE_DIST_DEPS``, made by ``nox -s build``)."""
+    given = os.environ.get("SMOKE_DIST_DEPS")
+    if not given or not any(Path(given).glob("*.whl")):
+        pytest.skip("the index tests install from 127.0.0.1 only, so they need the third-party dependencies as "
+                    "wheels: run `nox -s build` (it makes build/wheelhouse), or set SMOKE_DIST_DEPS to a folder "
+                    "made with `pip wheel --wheel-dir DIR --find-links dist dist/*.whl`")
+    return Path(given)
+
+
 def write_simple_index(root: Path, files: list[Path]) -> None:
     """A static PEP 503 index: ``simple/index.html`` and ``simple/<project>/index.html``
     linking to ``files/<file>#sha256=...`` (with ``data-requires-python``)."""
@@ -212,8 +227,10 @@ def local_index(dist_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     )
     assert proc.returncode == 0, proc.stderr
     files = [*dist_dir.glob("*.whl"), *dist_dir.glob("*.tar.gz"), *example.glob("*.whl")]
+    first_party = {_dist_name(f) for f in files}
+    deps = [f for f in _wheelhouse().glob("*.whl") if _dist_name(f) not in first_party]
     root = tmp_path_factory.mktemp("index")
-    write_simple_index(root, files)
+    write_simple_index(root, [*files, *deps])
     handler = lambda *a, **kw: _QuietHandler(*a, directory=str(root), **kw)  # noqa: E731
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -221,7 +238,7 @@ def local_index(dist_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     url = f"http://127.0.0.1:{server.server_address[1]}"
     hashes = {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
     try:
-        yield {"url": url, "hashes": hashes}
+        yield {"url": url, "hashes": hashes, "first_party": first_party}
     finally:
         server.shutdown()
         server.server_close()
@@ -246,23 +263,18 @@ def _clean_env(tmp: Path) -> dict[str, str]:
 
 def pip_install_from_index(index: dict[str, Any], tmp: Path, *requirements: str) -> tuple[Path, dict[str, Any]]:
     """A fresh virtualenv with ``requirements`` installed from the local index
-    (third-party dependencies from the normal index); returns its bin folder and
-    pip's installation report."""
+    alone; returns its bin folder and pip's installation report."""
     import venv
 
     env_dir = tmp / "venv"
     venv.create(env_dir, with_pip=False)  # the running pip installs into it (--python): faster than ensurepip
     python = env_dir / "bin" / "python"
-    normal = os.environ.get("SMOKE_TEST_NORMAL_INDEX", "https://pypi.org/simple")
     report = tmp / "report.json"
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "-q",
-         "--index-url", f"{index['url']}/simple/", "--extra-index-url", normal,
-         "--report", str(report), *requirements],
+         "--index-url", f"{index['url']}/simple/", "--report", str(report), *requirements],
         capture_output=True, text=True, timeout=900, env=_clean_env(tmp),
     )
-    if proc.returncode != 0 and "Could not find a version" in proc.stderr and "smoke" not in proc.stderr:
-        pytest.fail(f"the normal index ({normal}) is needed for third-party dependencies: {proc.stderr[-2000:]}")
     assert proc.returncode == 0, proc.stderr[-4000:]
     return env_dir / "bin", json.loads(report.read_text())
 
@@ -285,9 +297,11 @@ def _smoke_distributions(bin_dir: Path, tmp: Path) -> set[str]:
 
 def _assert_from_local_index(report: dict[str, Any], index: dict[str, Any], expected: set[str]) -> None:
     installed = {canonicalize_name(item["metadata"]["name"]): item for item in report["install"]}
-    ours = {name for name, item in installed.items()
-            if name.startswith("smoke-") or item["download_info"]["url"].startswith(index["url"])}
+    ours = {name for name in installed if name.startswith("smoke-") or name in index["first_party"]}
     assert ours == expected
+    elsewhere = {n: i["download_info"]["url"] for n, i in installed.items()
+                 if not i["download_info"]["url"].startswith(f"{index['url']}/")}
+    assert not elsewhere, f"installed from somewhere other than the local index: {elsewhere}"
     for name in ours:
         assert installed[name]["metadata"]["metadata_version"] in ("2.4", "2.1")  # 2.1: the setuptools example
         info = installed[name]["download_info"]
