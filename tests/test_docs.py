@@ -83,3 +83,25 @@ def test_security_page_lists_the_limits_and_links_every_component_page():
     for page in ("sandbox.md", "security-git-mcp.md", "mcp.md", "security-webui.md", "security-limits.md"):
         assert f"]({page}" in text, f"docs/security.md does not link {page}"
         assert (DOCS / page).exists(), page
+
+
+def _nav_pages(node: object) -> list[str]:
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, dict):
+        return [page for value in node.values() for page in _nav_pages(value)]
+    if isinstance(node, list):
+        return [page for item in node for page in _nav_pages(item)]
+    return []
+
+
+def test_every_page_is_in_the_site_navigation():
+    """`mkdocs build --strict` (nox -s docs) fails on a page left out of nav;
+    this catches it in the ordinary test run, before the docs session."""
+    import yaml  # a dependency of smoke-core
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    nav = set(_nav_pages(config["nav"]))
+    pages = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")}
+    assert not pages - nav, f"pages missing from nav in mkdocs.yml: {sorted(pages - nav)}"
+    assert not nav - pages, f"mkdocs.yml nav names pages that do not exist: {sorted(nav - pages)}"
