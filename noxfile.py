@@ -101,7 +101,7 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff over everything; mypy over core (strict) and every plugin."""
     session.install("-q", ".", *[f"./plugins/{n}" for n in PLUGINS], "ruff", "mypy", "types-PyYAML", "pillow")
-    session.run("ruff", "check", "smoke_core", "plugins", "tests", "bench", "noxfile.py", "mkdocs_hooks.py")
+    session.run("ruff", "check", "smoke_core", "plugins", "tests", "bench", "noxfile.py", "mkdocs_hooks.py", "conftest.py")
     session.run("mypy", "smoke_core")
     packages = [str(next((ROOT / "plugins" / n).glob("smoke_*/__init__.py")).parent.relative_to(ROOT))
                 for n in PLUGINS]

@@ -143,7 +143,7 @@ def prepare(workspace: str, provider: str | None, model: str | None, base_url: s
             max_steps: int | None, yes: bool, no_stream: bool, *, interactive: bool) -> AgentSetup:
     """Resolve settings, provider and model for ``smoke run`` / ``smoke chat``;
     a mistake is :class:`SetupError` worded for the command line."""
-    from ._config import ConfigError, NoProviderError, detect_provider
+    from ._config import ConfigError, NoProviderError, detect_provider, unknown_provider
     from ._factory import _warn_once
     from ._plugins import collect_providers, create_plugin_manager
     from .settings import choose_provider, collect_setting_specs, resolve_settings
@@ -162,19 +162,9 @@ def prepare(workspace: str, provider: str | None, model: str | None, base_url: s
         chosen, chosen_model, chosen_url = choose_provider(resolved, registry.names())
         for warning in resolved.warnings:
             _warn_once(warning)  # create_agent says each only once too
-        installed = ", ".join(registry.names()) or "none (pip install smoke-provider-openai smoke-provider-anthropic)"
-        if chosen is not None and chosen not in registry:
-            raise SetupError(
-                f"unknown provider {chosen!r} ({_where(resolved, 'provider')}). Installed providers: {installed}. "
-                f"`smoke providers` lists them with their key variables."
-            )
-        if chosen is None and chosen_model and ":" in chosen_model:
-            prefix = chosen_model.split(":", 1)[0]
-            raise SetupError(
-                f"provider {prefix!r} (from {_where(resolved, 'model')} {chosen_model}) is unknown. "
-                f"Installed providers: {installed}. If {chosen_model!r} is the model's own name, name the "
-                f"provider with --provider."
-            )
+        problem = unknown_provider(resolved, registry.names(), chosen, chosen_model)
+        if problem:
+            raise SetupError(problem)
         note = None
         if chosen is None:
             found = detect_provider(registry.specs())
@@ -188,13 +178,6 @@ def prepare(workspace: str, provider: str | None, model: str | None, base_url: s
         raise SetupError(cli_words(exc)) from None
     stream = resolved.values.get("stream") is not False
     return AgentSetup(ws, resolved, chosen, chosen_model, chosen_url, note, flags, stream)
-
-
-def _where(resolved: Any, key: str) -> str:
-    origin = str(resolved.origins.get(key, "default"))
-    if origin == "flag":
-        return f"--{key.replace('_', '-')}"
-    return origin
 
 
 def check_key(agent: Any) -> str | None:

@@ -73,6 +73,9 @@ def resolve_agent_settings(
                                 specs=collect_setting_specs(pm))
     registry = collect_providers(pm)
     chosen_provider, chosen_model, chosen_url = choose_provider(resolved, registry.names())
+    problem = unknown_provider(resolved, registry.names(), chosen_provider, chosen_model)
+    if problem:
+        raise ConfigError(problem)
     settings = AgentSettings(
         provider=chosen_provider, model=chosen_model, base_url=chosen_url,
         options={"trust_workspace": resolved.trusted}, resolved=resolved,
@@ -85,6 +88,30 @@ def resolve_agent_settings(
         settings.provider, env_var = found
         settings.note = f"using provider {settings.provider} (found {env_var})"
     return settings
+
+
+def unknown_provider(resolved: Any, installed: list[str], chosen: str | None, chosen_model: str | None) -> str | None:
+    """Why the chosen provider cannot be used (it is not installed, or the
+    model names an unknown ``provider:`` prefix), saying where the name came
+    from; None when it is fine. One wording for ``smoke run``, ``chat``,
+    ``serve`` and ``acp``."""
+    names = ", ".join(installed) or "none (pip install smoke-provider-openai smoke-provider-anthropic)"
+    if chosen is not None and chosen not in installed:
+        return (f"unknown provider {chosen!r} ({_where(resolved, 'provider')}). Installed providers: {names}. "
+                f"`smoke providers` lists them with their key variables.")
+    if chosen is None and chosen_model and ":" in chosen_model:
+        prefix = chosen_model.split(":", 1)[0]
+        return (f"provider {prefix!r} (from {_where(resolved, 'model')} {chosen_model}) is unknown. "
+                f"Installed providers: {names}. If {chosen_model!r} is the model's own name, name the "
+                f"provider with --provider.")
+    return None
+
+
+def _where(resolved: Any, key: str) -> str:
+    origin = str(resolved.origins.get(key, "default"))
+    if origin == "flag":
+        return f"--{key.replace('_', '-')}"
+    return origin
 
 
 def user_config_path() -> Path:

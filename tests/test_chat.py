@@ -367,3 +367,37 @@ def test_piped_chat_offers_the_prompts_of_running_mcp_servers(tmp_path):
     assert "/mcp__everything__args-prompt" in out  # /help lists the server's prompts after the first turn
     assert "Lyon" in out.split("you said before:", 1)[1]  # the filled-in prompt went to the model
     assert "/mcp__everything__args-prompt: the prompt 'args-prompt' of MCP server 'everything' needs city" in out
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_piped_chat_reaches_the_resources_of_running_mcp_servers(tmp_path):
+    pytest.importorskip("smoke_mcp")
+    import shutil
+
+    if shutil.which("node") is None or not EVERYTHING.is_file():
+        pytest.skip("needs node and @modelcontextprotocol/server-everything (npm ci in plugins/smoke-mcp/tests/node)")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    # turn 1 answers with what the person's messages held (the mention's text attached before the model call);
+    # turn 2 has the model read a resource (a template's instance) with read_mcp_resource, turn 3 echoes the result
+    read = {"tool_calls": [{"name": "read_mcp_resource",
+                            "input": {"server": "everything", "uri": "demo://resource/dynamic/text/7"}}]}
+    env = chat_env(tmp_path, ["RECALL", read, "ECHO_LAST_RESULT"], plugins="chat_scripted,mcp")
+    user = Path(env["XDG_CONFIG_HOME"]) / "smoke" / "config.yaml"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text(json.dumps({"mcp_servers": {"everything": {
+        "command": "node", "args": [str(EVERYTHING), "stdio"], "trusted": True}}}))
+    script = "summarise @everything:demo://resource/static/document/architecture.md\nread resource 7\n/exit\n"
+    proc = smoke("chat", "--provider", "chat-scripted", cwd=ws, env=env, input=script, timeout=180)
+    out = proc.stdout.replace("\r", "")
+    assert proc.returncode == 0, proc.stderr + out
+    assert "Traceback" not in proc.stderr
+    # the @server:uri mention: the resource's text reached the model's request, marked as read from the server
+    recalled = out.split("you said before:", 1)[1]
+    assert "[resource demo://resource/static/document/architecture.md from MCP server 'everything', " \
+           "text/markdown" in recalled, out
+    assert "This documentation summarizes the current layout" in recalled, out
+    # the model's own read: read_mcp_resource ran without asking, and its result reached the next request
+    assert "the answer was:" in out, proc.stderr + out
+    assert "Resource 7: This is a plaintext resource" in out.split("the answer was:", 1)[1], out

@@ -125,6 +125,10 @@ def test_demo_yes_fixes_the_bug_and_tests_pass(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "simulated model" in proc.stdout
     assert "sample project tests after the run: pass" in proc.stdout
+    from smoke_core import sandbox
+
+    if sandbox.available():  # the default mode (auto) runs the demo's commands in the OS sandbox
+        assert proc.stdout.count("🔒 sandboxed") == 2, proc.stdout
     assert "sorted(values)" in (target / "stats" / "core.py").read_text()
     check = subprocess.run([sys.executable, "-m", "unittest", "discover", "-s", "tests"], cwd=target,
                            capture_output=True, text=True)

@@ -68,9 +68,26 @@ def _nothing(ws: Path) -> None:
     pass
 
 
+def _core_only(setup: Callable[[Path], None]) -> Callable[[Path], dict[str, str]]:
+    """``setup``, run with no plugin loaded (as in the `core` session, where none is installed)."""
+
+    def make(ws: Path) -> dict[str, str]:
+        setup(ws)
+        return {"SMOKE_LOAD_PLUGINS": ""}
+
+    return make
+
+
+def _needs(module: str, dist: str) -> tuple[pytest.MarkDecorator, ...]:
+    return (pytest.mark.integration, pytest.mark.skipif(not has(module), reason=f"needs {dist}"))
+
+
 BROKEN_YAML = _config("provider: [unclosed\n")
-NEEDS_OPENAI = (pytest.mark.integration,
-                pytest.mark.skipif(not has("smoke_provider_openai"), reason="needs smoke-provider-openai"))
+NEEDS_OPENAI = _needs("smoke_provider_openai", "smoke-provider-openai")
+NEEDS_SKILLS = _needs("smoke_skills", "smoke-skills")
+NEEDS_MCP = _needs("smoke_mcp", "smoke-mcp")
+NEEDS_UI = _needs("smoke_ui", "smoke-ui")
+NEEDS_ACP = _needs("smoke_acp", "smoke-acp")
 BAD_INPUTS = [
     # (id, args, setup, what the message says)
     ("run-empty-task", ["run", ""], _nothing, "TASK is empty"),
@@ -80,9 +97,24 @@ BAD_INPUTS = [
     ("run-max-steps-lots", ["run", "x"], _user_config("max_steps: lots\n"), "max_steps: expected a positive integer"),
     ("run-auto-approve-maybe", ["run", "x"], _user_config("auto_approve: maybe\n"), "auto_approve"),
     ("run-unknown-key", ["run", "x"], _user_config("max_step: 3\n"), "did you mean 'max_steps'"),
-    # plugin keys: the type error when the plugin is installed, "unknown key" when it is not
-    ("run-skills-dir-7", ["run", "x"], _user_config("skills_dir: 7\n"), "skills_dir"),
-    ("tools-mcp-servers-5", ["tools"], _user_config("mcp_servers: 5\n"), "mcp_servers"),
+    # plugin keys: "unknown setting" when the plugin is not loaded (core) ...
+    ("run-skills-dir-7-core", ["run", "x"], _core_only(_user_config("skills_dir: 7\n")),
+     "unknown setting 'skills_dir'"),
+    ("tools-mcp-servers-5-core", ["tools"], _core_only(_user_config("mcp_servers: 5\n")),
+     "unknown setting 'mcp_servers'"),
+    # ... and the plugin's own typed setting when it is (integration: only there is the plugin installed)
+    ("run-skills-dir-7", ["run", "x"], _user_config("skills_dir: 7\n"),
+     "skills_dir: expected", NEEDS_SKILLS),
+    ("tools-skills-dir-7", ["tools"], _user_config("skills_dir: 7\n"),
+     "(declared by plugin smoke-skills:skills), got 7", NEEDS_SKILLS),
+    ("chat-workspace-skills-dir-7", ["chat"], _config("skills_dir: 7\n"),
+     "(declared by plugin smoke-skills:skills), got 7", NEEDS_SKILLS),
+    ("tools-mcp-servers-5", ["tools"], _user_config("mcp_servers: 5\n"),
+     "(declared by plugin smoke-mcp:mcp), got 5", NEEDS_MCP),
+    ("run-mcp-servers-5", ["run", "x"], _user_config("mcp_servers: 5\n"),
+     "mcp_servers: expected", NEEDS_MCP),
+    ("run-workspace-mcp-servers-x-5", ["run", "x"], _config("mcp_servers: {x: 5}\n"),
+     "(declared by plugin smoke-mcp:mcp), got {'x': 5}", NEEDS_MCP),
     ("run-broken-yaml", ["run", "x"], BROKEN_YAML, "not valid YAML"),
     ("chat-broken-yaml", ["chat"], BROKEN_YAML, "not valid YAML"),
     ("tools-broken-yaml", ["tools"], BROKEN_YAML, "not valid YAML"),
@@ -111,6 +143,31 @@ BAD_INPUTS = [
      "is not empty and is not a previous demo folder"),
     ("unknown-command", ["nosuchcommand"], _nothing, "No such command"),
     ("unknown-option", ["providers", "--bogus"], _nothing, "No such option"),
+    ("providers-extra-argument", ["providers", "openai"], _nothing, "unexpected extra argument (openai)"),
+    ("doctor-option-typo", ["doctor", "--jsn"], _nothing, "Did you mean '--json'?"),
+    ("plugins-option-typo", ["plugins", "--jsn"], _nothing, "Did you mean '--json'?"),
+    ("plugin-new-bad-name", ["plugin", "new", "Bad/Name"], _nothing, "is not a package name"),
+    ("plugin-unknown-subcommand", ["plugin", "nosuch"], _nothing, "No such command 'nosuch'"),
+    ("install-no-name", ["install"], _nothing, "name at least one package"),
+    ("uninstall-no-name", ["uninstall"], _nothing, "name at least one package"),
+    ("batch-missing-tasks-file", ["batch", "nope.jsonl"], _nothing, "the tasks file nope.jsonl does not exist"),
+    # commands from plugins
+    ("serve-port-out-of-range", ["serve", "--port", "70000"], _nothing, "70000 is not in the range", NEEDS_UI),
+    ("serve-missing-workspace", ["serve", "-p", "0", "-w", "/nope/nowhere"], _nothing, "is not a folder", NEEDS_UI),
+    ("serve-broken-yaml", ["serve", "-p", "0"], BROKEN_YAML, "not valid YAML", NEEDS_UI),
+    ("serve-unknown-provider", ["serve", "-p", "0", "--provider", "nope"], _nothing,
+     "unknown provider 'nope' (--provider)", NEEDS_UI),
+    ("serve-unknown-provider-prefix", ["serve", "-p", "0", "-m", "nosuch:foo"], _nothing,
+     "provider 'nosuch' (from --model nosuch:foo) is unknown", NEEDS_UI),
+    ("acp-unwritable-log-file", ["acp", "--log-file", "/nope/dir/acp.log"], _nothing, "cannot write /nope/dir/acp.log",
+     NEEDS_ACP),
+    ("acp-bad-log-level", ["acp", "--log-level", "loud"], _nothing, "'loud' is not one of", NEEDS_ACP),
+    ("mcp-unknown-subcommand", ["mcp", "nosuch"], _nothing, "No such command 'nosuch'", NEEDS_MCP),
+    ("mcp-prompt-bad-argument", ["mcp", "prompt", "everything", "args-prompt", "Lyon"], _nothing,
+     "'Lyon': give arguments as NAME=VALUE", NEEDS_MCP),
+    ("mcp-tools-unknown-server", ["mcp", "tools", "nosuch"], _nothing, "no MCP server named 'nosuch' is configured",
+     NEEDS_MCP),
+    ("skills-missing-workspace", ["skills", "-w", "/nope/nowhere"], _nothing, "is not a folder", NEEDS_SKILLS),
 ]
 
 
@@ -120,8 +177,8 @@ BAD_INPUTS = [
 def test_a_mistake_is_one_message_and_exit_2_never_a_traceback(tmp_path, args, setup, message):
     ws = tmp_path / "ws"
     ws.mkdir()
-    setup(ws)
-    proc = smoke(*args, cwd=ws, env=clean_env(tmp_path), input="")
+    extra = setup(ws) or {}
+    proc = smoke(*args, cwd=ws, env=clean_env(tmp_path, **extra), input="")
     output = proc.stdout + proc.stderr
     assert "Traceback" not in output
     assert proc.returncode == 2, output

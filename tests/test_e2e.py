@@ -27,7 +27,12 @@ def unittest_passes(project) -> bool:
                           capture_output=True).returncode == 0
 
 
-async def test_scripted_run_fixes_a_real_bug(tmp_path):
+@pytest.mark.parametrize("sandbox", ["auto", "required"])
+async def test_scripted_run_fixes_a_real_bug(tmp_path, sandbox):
+    from smoke_core import sandbox as sandboxing
+
+    if sandbox == "required" and not sandboxing.available():
+        pytest.skip(f"the command sandbox cannot run here ({sandboxing.status().reason()})")
     project = copy_sample_project(tmp_path / "project")
     assert not unittest_passes(project)
     old = '    values = list(values)\n    if not values:\n        raise ValueError("median() of an empty sequence")'
@@ -41,8 +46,10 @@ async def test_scripted_run_fixes_a_real_bug(tmp_path):
         {"tool_calls": [{"name": "finish_task", "input": {"summary": "median() sorts its input now"}}]},
     ])
     agent = create_agent(project, provider=provider, autoload_plugins=False,
-                         plugins=[fs, search, terminal, agent_tools])
+                         plugins=[fs, search, terminal, agent_tools], sandbox={"mode": sandbox})
     asked = []
+    commands = []
+    agent.on("tool.completed", lambda e: commands.append(e.data) if e.data["tool_name"] == "run_test" else None)
 
     def approve(event):
         asked.append(event.data["tool_name"])
@@ -69,3 +76,6 @@ async def test_scripted_run_fixes_a_real_bug(tmp_path):
     assert "sorted(values)" in (project / "stats" / "core.py").read_text()
     assert unittest_passes(project)
     assert phases[:2] == ["explore", "edit"] and "verify" in phases and phases[-1] == "complete"
+    # both test runs went through the OS sandbox where it works (`auto`), and always under `required`
+    assert len(commands) == 2
+    assert all((c.get("data") or {}).get("sandboxed") is sandboxing.available() for c in commands), commands

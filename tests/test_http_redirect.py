@@ -12,6 +12,8 @@ from smoke_core.plugin import AgentError, user_message
 from smoke_core.providers import HTTPProvider, ModelRequest
 from smoke_core.testing import FakeProviderServer, Reply
 
+# httpx comes with the provider plugins, not with smoke-core: the `tests` session runs this
+pytestmark = pytest.mark.integration
 pytest.importorskip("httpx")
 
 

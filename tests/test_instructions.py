@@ -50,6 +50,7 @@ def read_file(path: str, ctx=None) -> str:
 
 async def test_nested_agents_md_reaches_the_model_when_a_file_below_is_read(workspace):
     (workspace / "pkg" / "sub").mkdir(parents=True)
+    (workspace / "AGENTS.md").write_text("Root rule: run make lint.")
     (workspace / "pkg" / "AGENTS.md").write_text("In pkg, never use print.")
     (workspace / "pkg" / "sub" / "mod.py").write_text("x = 1\n")
     (workspace / "top.py").write_text("y = 2\n")
@@ -61,8 +62,11 @@ async def test_nested_agents_md_reaches_the_model_when_a_file_below_is_read(work
     assert len(results[0]) == 1  # nothing above top.py
     assert "never use print" in results[1][-1]["text"] and "pkg/AGENTS.md" in results[1][-1]["text"]
     assert len(results[2]) == 1  # offered once per run
-    # the system prompt did not change during the run (prompt caching keeps working)
+    # the system prompt holds the root file only, and did not change during the run (prompt caching keeps working)
     assert len({r.system for r in provider.requests}) == 1
+    assert "Root rule: run make lint." in provider.requests[0].system
+    assert "never use print" not in provider.requests[0].system
+    assert not any("Root rule" in c.get("text", "") for r in results for c in r)  # not offered again as a nested file
 
 
 async def test_create_agent_puts_agents_md_in_the_system_prompt_and_instructions_false_turns_it_off(workspace):

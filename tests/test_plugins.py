@@ -314,17 +314,46 @@ def test_one_distribution_with_two_entry_points_loads_both(tmp_path):
 
 
 def test_a_plugin_needing_another_plugin_api_is_reported_and_skipped(tmp_path):
-    body = "from smoke_core import hookimpl\n__smoke_plugin_api__ = '{}'\n\n@hookimpl\ndef register_commands(cli):\n    pass\n"
-    _fake_dist(tmp_path, "smoke-future", "future", "smoke_future_mod", body.format(">=2.0"))
-    _fake_dist(tmp_path, "smoke-today", "today", "smoke_today_mod", body.format(">=1.0,<2"))
-    _fake_dist(tmp_path, "smoke-garbled", "garbled", "smoke_garbled_mod", body.format("version one"))
+    # each plugin adds a tool and a command named after it: a loaded plugin shows in both
+    body = textwrap.dedent("""
+        from smoke_core import hookimpl, tool
+        __smoke_plugin_api__ = API
+
+        @hookimpl
+        def register_commands(cli):
+            @cli.command("hello-" + NAME)
+            def hello():
+                "Say hello."
+                print(NAME)
+
+        @hookimpl
+        def register_tools(register):
+            @tool(read_only=True, name="tool_" + NAME)
+            def t() -> str:
+                "A tool."
+                return NAME
+            register(t)
+    """)
+
+    def plugin(name: str, api: str) -> str:
+        return body.replace("API", repr(api)).replace("NAME", repr(name))
+
+    _fake_dist(tmp_path, "smoke-future", "future", "smoke_future_mod", plugin("future", ">=2.0"))
+    _fake_dist(tmp_path, "smoke-today", "today", "smoke_today_mod", plugin("today", ">=1.0,<2"))
+    _fake_dist(tmp_path, "smoke-garbled", "garbled", "smoke_garbled_mod", plugin("garbled", "version one"))
     env = {"PYTHONPATH": str(tmp_path), "SMOKE_LOAD_PLUGINS": "future,today,garbled", "SMOKE_NO_PLUGIN_CACHE": "1"}
     proc = smoke_cli("plugins", "--json", env_extra=env)
     assert proc.returncode == 0, proc.stderr
     rows = {r["name"]: r for r in json.loads(proc.stdout)}
-    assert rows["today"]["error"] is None and rows["today"]["hooks"] == ["register_commands"]
+    assert rows["today"]["error"] is None and sorted(rows["today"]["hooks"]) == ["register_commands", "register_tools"]
     assert "needs Smoke's plugin API >=2.0" in rows["future"]["error"] and "provides 1.0" in rows["future"]["error"]
     assert "is not a version specifier" in rows["garbled"]["error"]
-    # the skipped plugin took part in nothing: commands still work
+    # the skipped plugins took part in nothing: only the compatible one's tool and command exist
     proc = smoke_cli("tools", "--json", "--workspace", str(tmp_path), env_extra=env)
     assert proc.returncode == 0, proc.stderr
+    tools = {t["name"]: t["source"] for t in json.loads(proc.stdout)["tools"]}
+    assert tools == {"tool_today": "smoke-today:today"}
+    proc = smoke_cli("--help", env_extra=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "hello-today" in proc.stdout
+    assert "hello-future" not in proc.stdout and "hello-garbled" not in proc.stdout

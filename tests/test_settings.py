@@ -321,8 +321,12 @@ def test_resolve_agent_settings_keeps_untrusted_endpoints_out(workspace):
     assert (settings.provider, settings.base_url, settings.model) == ("demo", None, "m")
     assert settings.options == {"trust_workspace": False}
     trust_folder(workspace)
+    # trusted, the folder's file chooses; openai is not installed here, and the error says which file named it
+    with pytest.raises(ConfigError, match=r"unknown provider 'openai' \(.*config\.yaml\)\. Installed providers: demo"):
+        resolve_agent_settings(workspace)
+    write(project_settings_path(workspace), "provider: demo\nbase_url: http://127.0.0.1:9/v1\n")
     settings = resolve_agent_settings(workspace)
-    assert (settings.provider, settings.base_url) == ("openai", "http://127.0.0.1:9/v1")
+    assert (settings.provider, settings.base_url) == ("demo", "http://127.0.0.1:9/v1")
 
 
 def test_base_url_of_another_providers_layer_is_not_used(workspace):

@@ -113,8 +113,12 @@ def test_plugins_import_only_the_doors():
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 mods = [node.module]
                 if node.module == "smoke_core":
-                    mods += [f"smoke_core.{a.name}" for a in node.names if a.name.islower() and "_" not in a.name[:1]
-                             and (CORE / f"{a.name}.py").exists()]
+                    mods += [f"smoke_core.{a.name}" for a in node.names
+                             if (a.name.startswith("_") and not a.name.startswith("__"))  # `from smoke_core import _x`
+                             or (a.name.islower() and (CORE / f"{a.name}.py").exists())]
+                elif node.module.startswith("smoke_core."):  # a private name through a door
+                    mods += [f"{node.module}.{a.name}" for a in node.names
+                             if a.name.startswith("_") and not a.name.startswith("__")]
             elif isinstance(node, ast.Import):
                 mods = [a.name for a in node.names]
             for mod in mods:

@@ -90,6 +90,7 @@ MARKING_SERVER = "import pathlib; pathlib.Path('mcp-started').touch()"
 
 
 @pytest.mark.slow
+@pytest.mark.integration
 @needs_openai_and_terminal
 def test_malicious_repository_decides_nothing_until_trusted(tmp_path):
     real = FakeProviderServer([openai_turn] * 10).start()
@@ -258,6 +259,7 @@ def test_missing_workspace_is_one_message(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.integration
 def test_yes_does_not_answer_what_a_rule_sends_to_a_person(tmp_path):
     pytest.importorskip("smoke_tools_terminal")
     # the demo provider runs tests first: an ask rule for run_test keeps asking under --yes

@@ -87,6 +87,7 @@ async def test_closing_stdin_ends_the_agent_and_its_children(tmp_path: Path, spa
     assert await all_gone(m), "the MCP server or the command outlived smoke acp"
     # the pending prompt ended with the connection (answered "cancelled" on the way out, or cut off)
     assert prompt.done() and (prompt.exception() is not None or prompt.result().stop_reason == "cancelled")
+    assert agent.validate() > 0  # every line it wrote before it exited
 
 
 # ---------------------------------------------------------------- malformed input
@@ -222,6 +223,7 @@ async def test_editor_mcp_entries_with_variables_are_refused(tmp_path: Path, spa
     assert "MCP server 'leaky' holds ${...} references" in agent.client.text()
     assert not agent.client.permissions
     assert await agent.stop() == 0
+    assert agent.validate() > 0
 
 
 # ---------------------------------------------------------------- what an approval shows
@@ -292,6 +294,8 @@ async def test_reject_always_writes_a_deny_rule_and_the_next_call_is_not_asked(t
     await again.conn.prompt(session_id=sid, prompt=[text("run")])
     assert not again.client.permissions and "denied by deny rule" in again.client.text()
     assert await again.stop() == 0
+    assert agent.validate() > 0
+    assert again.validate() > 0
 
 
 async def test_a_question_with_options_is_asked_as_a_choice(tmp_path: Path, spawn) -> None:
@@ -347,6 +351,7 @@ async def test_an_untrusted_folder_cannot_loosen_the_mode_and_the_person_is_told
     said = agent.client.text()
     assert "ignored settings in" in said and "smoke trust" in said
     assert await agent.stop() == 0
+    assert agent.validate() > 0
 
 
 async def test_managed_settings_fix_the_mode(tmp_path: Path, spawn) -> None:

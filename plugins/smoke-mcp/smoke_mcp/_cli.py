@@ -72,7 +72,8 @@ def _named_server(name: str, workspace: str) -> tuple[Path, MCPServerConfig]:
     cfg = servers.get(name)
     if cfg is None:
         known = ", ".join(servers) or "none"
-        raise click.ClickException(f"no MCP server named {name!r} is configured (configured: {known})")
+        raise click.UsageError(f"no MCP server named {name!r} is configured (configured: {known}); "
+                               "`smoke mcp list` shows the servers and the files they come from")
     # say exactly what is started (the person named it; they may not have read the file)
     click.echo(f"starting MCP server {name!r} from {cfg.source}: {cfg.describe()}", err=True)
     return root, cfg

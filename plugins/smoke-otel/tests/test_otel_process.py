@@ -54,15 +54,20 @@ def test_without_the_plugin_a_run_imports_nothing_of_opentelemetry(python, scrip
     assert "opentelemetry.trace" in with_otel["otel_modules"]
 
 
-def test_run_and_demo_get_a_trace_console_option():
+def test_run_and_demo_get_a_trace_console_option(monkeypatch):
     import click
     import smoke_otel
 
-    from smoke_core import _commands
+    from smoke_core.cli import SmokeGroup
 
+    monkeypatch.setenv("SMOKE_LOAD_PLUGINS", "")  # core's own commands, as they are before any plugin
+    core = SmokeGroup("smoke")
+    ctx = click.Context(core)
+    run_command, demo_command = core.get_command(ctx, "run"), core.get_command(ctx, "demo")
+    assert run_command is not None and demo_command is not None
     group = click.Group("smoke")
-    group.add_command(_commands.run_command)
-    group.add_command(_commands.demo_command)
+    group.add_command(run_command)
+    group.add_command(demo_command)
     smoke_otel.register_commands(group)
     smoke_otel.register_commands(group)  # twice: still one option
     for name in ("run", "demo"):
@@ -71,7 +76,7 @@ def test_run_and_demo_get_a_trace_console_option():
         result = CliRunner().invoke(group, [name, "--help"])
         assert "--trace-console" in result.output
     # core's own command objects are not changed
-    assert not [p for p in _commands.run_command.params if p.name == "trace_console"]
+    assert not [p for p in run_command.params if p.name == "trace_console"]
 
 
 @pytest.mark.slow

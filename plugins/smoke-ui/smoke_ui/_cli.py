@@ -126,11 +126,13 @@ def serve_command(
     )
     try:
         app.state.ui.presentations()  # creates the first agent: bad provider settings fail here, not in the page
-    except Exception as exc:
+    except BaseException as exc:
         app.state.ui.close_store()
         for fn in cleanup:
             fn()
-        raise click.ClickException(str(exc)) from exc
+        if isinstance(exc, (ValueError, TypeError)):  # what create_agent says of the person's settings: exit 2
+            raise click.UsageError(str(exc)) from None
+        raise  # anything else is a bug: the crash report, not a one-line disguise
 
     try:
         sock = bind_socket(host, port)

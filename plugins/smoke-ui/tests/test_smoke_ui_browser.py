@@ -87,6 +87,7 @@ def card(page: Any, tool_name: str) -> Any:
 # ---------------------------------------------------------------- the demo
 
 
+@pytest.mark.integration  # the demo needs the tool plugins: the `tests` session runs it
 def test_demo_run_in_the_browser(browser: Any, tmp_path: Path) -> None:
     try:
         from smoke_core.demo import DEMO_TASK, SIMULATION_LABEL

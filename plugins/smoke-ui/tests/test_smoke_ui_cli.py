@@ -109,6 +109,7 @@ def test_serve_on_all_interfaces_warns(tmp_path: Path) -> None:
     assert "warning: --host 0.0.0.0 exposes this agent" in err
 
 
+@pytest.mark.integration  # the demo needs the tool plugins: the `tests` session runs it
 def test_serve_demo(tmp_path: Path) -> None:
     try:
         from smoke_core.demo import create_demo_agent
@@ -149,6 +150,7 @@ def test_wheel_ships_the_static_files(tmp_path: Path) -> None:
     assert "smoke_ui/py.typed" in names
 
 
+@pytest.mark.integration  # the demo needs the tool plugins: the `tests` session runs it
 def test_the_settings_decide_auto_approve_unless_yes_is_given(tmp_path: Path) -> None:
     """Without --yes the agent gets no auto_approve argument, so an
     ``auto_approve`` list in the person's settings is honoured (an explicit
