@@ -51,7 +51,7 @@ def _env() -> dict[str, str]:
 def _pytest(session: nox.Session, name: str, *paths: str, env: dict[str, str] | None = None) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     session.run(
-        "python", "-m", "pytest", "-p", "no:cacheprovider", "--import-mode=importlib",
+        "python", "-m", "pytest", "-p", "no:cacheprovider", "-p", "smoke_pytest_rules", "--import-mode=importlib",
         f"--junitxml={ARTIFACTS / f'junit-{name}.xml'}", "-q", *paths, *session.posargs,
         env={**_env(), **(env or {})},
     )
@@ -101,7 +101,8 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff over everything; mypy over core (strict) and every plugin."""
     session.install("-q", ".", *[f"./plugins/{n}" for n in PLUGINS], "ruff", "mypy", "types-PyYAML", "pillow")
-    session.run("ruff", "check", "smoke_core", "plugins", "tests", "bench", "noxfile.py", "mkdocs_hooks.py", "conftest.py")
+    session.run("ruff", "check", "smoke_core", "plugins", "tests", "bench", "noxfile.py", "mkdocs_hooks.py", "conftest.py",
+                "smoke_pytest_rules.py")
     session.run("mypy", "smoke_core")
     packages = [str(next((ROOT / "plugins" / n).glob("smoke_*/__init__.py")).parent.relative_to(ROOT))
                 for n in PLUGINS]

@@ -1,4 +1,4 @@
-"""The suite's own rule (conftest.py at the root): a test that skips for a
+"""The suite's own rule (smoke_pytest_rules.py at the root): a test that skips for a
 missing package and is not marked ``integration`` fails, since no nox
 session would ever run it."""
 
@@ -28,9 +28,8 @@ def test_skips_for_another_reason():
 
 
 def _setup(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest((ROOT / "conftest.py").read_text(encoding="utf-8"))
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n"
-                     "markers =\n    integration: x\n")
+    pytester.makeconftest((ROOT / "smoke_pytest_rules.py").read_text(encoding="utf-8"))
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")  # the rules register `integration`
 
 
 def test_an_unmarked_skip_for_a_missing_package_fails(pytester: pytest.Pytester) -> None:
