@@ -80,10 +80,22 @@ Summarise = Callable[[list[Message]], Awaitable[str]]
 
 
 class Compactor:
-    def __init__(self, *, context_window: int = 128_000, threshold: float = 0.75, keep_recent: int = 6) -> None:
-        self.context_window = context_window
+    def __init__(self, *, context_window: int | Callable[[], int] = 128_000, threshold: float = 0.75,
+                 keep_recent: int = 6) -> None:
+        self._window = context_window  # a callable is asked once, on first use (the model's facts cost a look-up)
         self.threshold = threshold
         self.keep_recent = keep_recent
+
+    @property
+    def context_window(self) -> int:
+        window = self._window
+        if callable(window):
+            window = self._window = int(window())
+        return window
+
+    @context_window.setter
+    def context_window(self, value: int) -> None:
+        self._window = value
 
     async def maybe_compact(self, run: CompactableRun, summarise: Summarise | None = None) -> bool:
         """Compact ``run.messages`` when the estimated prompt passes the

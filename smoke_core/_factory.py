@@ -269,16 +269,22 @@ def _store_from_settings(url: str | None) -> Store:
     return open_store(url) if url else MemoryStore()
 
 
-def _context_window(given: int | None, provider: Provider) -> int:
+def _context_window(given: int | None, provider: Provider) -> int | Callable[[], int]:
     """``context_window=`` when given, else the model's own (``model_facts``:
-    the provider's settings, its ``/models`` answer, genai-prices), else 128k."""
+    the provider's settings, its ``/models`` answer, genai-prices), else 128k
+    — looked up when the run first needs it, not when the agent is made
+    (``smoke tools`` makes an agent and never needs it)."""
     if given is not None:
         if not isinstance(given, int) or isinstance(given, bool) or given < 1000:
             raise ValueError(f"context_window must be a whole number of tokens (at least 1000), got {given!r}")
         return given
-    from ._model_facts import model_facts
 
-    return model_facts(provider).context_window
+    def lookup() -> int:
+        from ._model_facts import model_facts
+
+        return model_facts(provider).context_window
+
+    return lookup
 
 
 def _model_settings(given: dict[str, Any] | None, stream: bool | None) -> dict[str, Any]:

@@ -537,6 +537,45 @@ def test_visible_marks_every_control_and_invisible_character(raw, shown):
     assert (hidden_characters(raw) > 0) is (raw.strip() != shown.strip() and " " * 16 not in raw)
 
 
+#: what neither loading the plugins nor `smoke --help` may import (bench/bench_startup.py's list)
+HEAVY = ("httpx", "httpcore", "httpx_sse", "anyio", "mcp", "starlette", "uvicorn", "tiktoken", "jsonschema",
+         "openai", "anthropic", "h11", "sse_starlette", "websockets", "yaml", "pydantic", "asyncio", "rich",
+         "genai_prices", "opentelemetry", "ray", "psycopg", "acp")
+
+
+@pytest.mark.integration
+def test_every_installed_plugin_loads_and_adds_its_help_without_heavy_imports(tmp_path):
+    """With every first-party plugin installed, building the plugin manager
+    and printing `smoke --help` import none of the heavy libraries (each costs
+    start-up; they load when a command that needs them runs). Found by the
+    bench: smoke-otel and smoke-acp imported asyncio."""
+    probe = textwrap.dedent(
+        f"""
+        import contextlib, io, json, sys
+        from smoke_core._plugins import create_plugin_manager
+        from smoke_core.cli import cli
+        pm = create_plugin_manager()
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            try:
+                cli.main(args=["--help"], prog_name="smoke")
+            except SystemExit:
+                pass
+        heavy = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
+        names = sorted(str(name) for name, _ in pm.list_name_plugin())
+        print(json.dumps({{"heavy": heavy, "help": out.getvalue(), "plugins": names}}))
+        """
+    )
+    env = clean_env(tmp_path)
+    env.pop("SMOKE_LOAD_PLUGINS", None)
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    for command in ("acp", "serve", "mcp", "skills", "batch"):
+        assert f"  {command} " in data["help"], data["help"]
+    assert any("smoke-otel" in n for n in data["plugins"]) and any("smoke-acp" in n for n in data["plugins"])
+    assert data["heavy"] == []
+
+
 def test_smoke_help_loads_no_pydantic_asyncio_or_rich(tmp_path):
     """`smoke --help` builds the plugin manager and the hook runner: neither
     needs pydantic, asyncio or rich (they cost ~100 ms of start-up)."""

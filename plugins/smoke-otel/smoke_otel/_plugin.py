@@ -14,8 +14,8 @@ Nothing here imports ``opentelemetry`` at import time (see ``_telemetry``).
 
 from __future__ import annotations
 
-import asyncio
 import logging
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -64,6 +64,9 @@ def owned_providers() -> list[Any]:
 
 
 def _current_task() -> Any:
+    asyncio = sys.modules.get("asyncio")  # not imported at plugin load: `smoke --help` stays light
+    if asyncio is None:
+        return None  # no event loop has ever run, so no task
     try:
         return asyncio.current_task()
     except RuntimeError:
@@ -592,6 +595,8 @@ class OtelPlugin:
         if self._tracer_provider is not None or self._meter_provider is not None:
             return
         for provider in owned_providers():
+            import asyncio
+
             await asyncio.to_thread(provider.force_flush, 10_000)
 
     # ------------------------------------------------------------ context

@@ -179,8 +179,7 @@ def discover(workspace: Path, *, home: Path | None, code: dict[str, Any] | None,
             model=None if spec.model in (None, "inherit") else spec.model, max_steps=spec.max_steps,
         )
     cat.types.setdefault(GENERAL, AgentType(
-        GENERAL, "General-purpose agent for researching questions and carrying out multi-step tasks "
-        "with the same tools you have.", source="built-in",
+        GENERAL, "research and multi-step tasks, with your tools", source="built-in",
     ))
     return cat
 
@@ -194,10 +193,9 @@ def build_task_tool(catalogue: Catalogue) -> ToolDefinition:
     types = catalogue.types
     listing = "\n".join(f"- {t.name}: {t.description}" for t in sorted(types.values(), key=lambda t: t.name))
     description = (
-        "Delegate a self-contained task to a subagent that starts with a fresh context and returns only its "
-        "final answer. Use it for searches or reviews that would fill your context, or for independent "
-        "parts of the work; give the subagent everything it needs in the prompt (it does not see this "
-        "conversation). Several task calls in one reply run at the same time when they only read.\n"
+        "Run a self-contained task in a subagent with a fresh context; only its final answer comes back. "
+        "Good for searches or reviews that would fill your context. It does not see this conversation: "
+        "put all it needs in the prompt. Read-only tasks in one reply run concurrently.\n"
         f"Agent types:\n{listing}"
     )
 
@@ -230,9 +228,9 @@ def build_task_tool(catalogue: Catalogue) -> ToolDefinition:
         input_schema={
             "type": "object",
             "properties": {
-                "description": {"type": "string", "description": "A short (3-5 word) title of the task."},
-                "prompt": {"type": "string", "minLength": 1, "description": "The full task for the subagent."},
-                "agent": {"type": "string", "enum": sorted(types), "description": "Agent type (default general-purpose)."},
+                "description": {"type": "string", "description": "A 3-5 word title."},
+                "prompt": {"type": "string", "minLength": 1, "description": "The whole task."},
+                "agent": {"type": "string", "enum": sorted(types), "description": "Default general-purpose."},
             },
             "required": ["description", "prompt"],
             "additionalProperties": False,

@@ -448,7 +448,7 @@ def build_tools() -> list[ToolDefinition]:
         make(
             "git_show",
             "Show a commit (message, changed files and diff), or a file at a revision with "
-            "`<commit>:<path>` (e.g. HEAD~1:src/app.py).",
+            "`<commit>:<path>`.",
             {
                 "properties": {
                     "rev": _REV
