@@ -157,11 +157,12 @@ class HookRunner:
     fixed while runs use it, so each hook's implementations are resolved once
     per runner (make a new runner after registering plugins)."""
 
-    __slots__ = ("_cache", "pm")
+    __slots__ = ("_cache", "_has", "pm")
 
     def __init__(self, pm: pluggy.PluginManager) -> None:
         self.pm = pm
         self._cache: dict[str, tuple[Any, ...]] = {}
+        self._has: dict[str, bool] = {}
 
     def impls(self, hook: str) -> tuple[Any, ...]:
         """Implementations of ``hook`` in call order (pluggy's: last registered
@@ -174,7 +175,10 @@ class HookRunner:
         return impls
 
     def has(self, hook: str) -> bool:
-        return bool(self.impls(hook))
+        has = self._has.get(hook)  # asked several times per step: one dict look-up
+        if has is None:
+            has = self._has[hook] = bool(self.impls(hook))
+        return has
 
     def call_one(self, hook: str, impl: Any, kwargs: Mapping[str, Any]) -> Any:
         """Call one implementation; its return value (maybe awaitable)."""

@@ -155,7 +155,8 @@ class ModelCaller:
                         price_as=getattr(self.provider, "price_as", None),
                     )
                 self.state.usage.add(usage)
-                await self._after(reply, usage, t0, None, step, finish)
+                if self.hooks.has("after_model_call"):  # no coroutine to make on the common path
+                    await self._after(reply, usage, t0, None, step, finish)
                 if self.listening("usage.updated"):
                     self.emit("usage.updated", {"usage": self.state.usage.to_dict(), "step_usage": usage.to_dict()})
                 return reply, finish.reason if finish is not None else None
