@@ -345,9 +345,9 @@ EVERYTHING = Path(__file__).resolve().parents[1] / "plugins" / "smoke-mcp" / "te
     "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 
 
-@pytest.mark.slow
-@pytest.mark.integration
-def test_piped_chat_offers_the_prompts_of_running_mcp_servers(tmp_path):
+def _chat_with_everything(tmp_path: Path, turns: list[object]) -> tuple[Path, dict[str, str]]:
+    """A workspace and the environment of a scripted chat whose user settings
+    start server-everything (trusted); skips without node or the server."""
     pytest.importorskip("smoke_mcp")
     import shutil
 
@@ -355,11 +355,18 @@ def test_piped_chat_offers_the_prompts_of_running_mcp_servers(tmp_path):
         pytest.skip("needs node and @modelcontextprotocol/server-everything (npm ci in plugins/smoke-mcp/tests/node)")
     ws = tmp_path / "ws"
     ws.mkdir()
-    env = chat_env(tmp_path, ["hello back", "RECALL"], plugins="chat_scripted,mcp")
+    env = chat_env(tmp_path, turns, plugins="chat_scripted,mcp")
     user = Path(env["XDG_CONFIG_HOME"]) / "smoke" / "config.yaml"
     user.parent.mkdir(parents=True, exist_ok=True)
     user.write_text(json.dumps({"mcp_servers": {"everything": {
         "command": "node", "args": [str(EVERYTHING), "stdio"], "trusted": True}}}))
+    return ws, env
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_piped_chat_offers_the_prompts_of_running_mcp_servers(tmp_path):
+    ws, env = _chat_with_everything(tmp_path, ["hello back", "RECALL"])
     script = "hello\n/help\n/mcp__everything__args-prompt city=Lyon state=Rhône\n/mcp__everything__args-prompt\n/exit\n"
     proc = smoke("chat", "--provider", "chat-scripted", cwd=ws, env=env, input=script, timeout=180)
     out = proc.stdout.replace("\r", "")
@@ -372,22 +379,11 @@ def test_piped_chat_offers_the_prompts_of_running_mcp_servers(tmp_path):
 @pytest.mark.slow
 @pytest.mark.integration
 def test_piped_chat_reaches_the_resources_of_running_mcp_servers(tmp_path):
-    pytest.importorskip("smoke_mcp")
-    import shutil
-
-    if shutil.which("node") is None or not EVERYTHING.is_file():
-        pytest.skip("needs node and @modelcontextprotocol/server-everything (npm ci in plugins/smoke-mcp/tests/node)")
-    ws = tmp_path / "ws"
-    ws.mkdir()
     # turn 1 answers with what the person's messages held (the mention's text attached before the model call);
     # turn 2 has the model read a resource (a template's instance) with read_mcp_resource, turn 3 echoes the result
     read = {"tool_calls": [{"name": "read_mcp_resource",
                             "input": {"server": "everything", "uri": "demo://resource/dynamic/text/7"}}]}
-    env = chat_env(tmp_path, ["RECALL", read, "ECHO_LAST_RESULT"], plugins="chat_scripted,mcp")
-    user = Path(env["XDG_CONFIG_HOME"]) / "smoke" / "config.yaml"
-    user.parent.mkdir(parents=True, exist_ok=True)
-    user.write_text(json.dumps({"mcp_servers": {"everything": {
-        "command": "node", "args": [str(EVERYTHING), "stdio"], "trusted": True}}}))
+    ws, env = _chat_with_everything(tmp_path, ["RECALL", read, "ECHO_LAST_RESULT"])
     script = "summarise @everything:demo://resource/static/document/architecture.md\nread resource 7\n/exit\n"
     proc = smoke("chat", "--provider", "chat-scripted", cwd=ws, env=env, input=script, timeout=180)
     out = proc.stdout.replace("\r", "")
