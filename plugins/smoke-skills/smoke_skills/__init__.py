@@ -96,8 +96,9 @@ def register_tools(register: Any, options: AgentOptions) -> None:
         register(definition, group=GROUP)
 
 
-def _agent_skills(options: AgentOptions) -> list[Skill]:
-    """The skills of an agent with these options."""
+def _agent_skills(options: AgentOptions, warnings: list[str] | None = None) -> list[Skill]:
+    """The skills of an agent with these options (``warnings`` collects what
+    discovery would log)."""
     from ._loader import discover_skills
 
     trusted = bool(getattr(options, "workspace_trusted", True))
@@ -105,6 +106,7 @@ def _agent_skills(options: AgentOptions) -> list[Skill]:
         workspace=options.workspace.root,
         skills_dir=options.get("skills_dir"),
         skills=options.get("skills"),
+        warnings=warnings,
         workspace_trusted=trusted,
         skills_dir_trusted=trusted or not _set_by_the_workspace(options, "skills_dir"),
         follow_symlinks=options.get("skills_follow_symlinks") is True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -22,9 +23,11 @@ import click
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def skills_command(workspace: str, dirs: tuple[str, ...], as_json: bool) -> None:
-    """List the skills found for a workspace, with their source folders.
+    """List the skills an agent in a workspace would get, with their source folders.
 
-    Folders searched (first found wins by id): the workspace's .smoke/skills,
+    The folders are the ones a run uses: `skills_dir` from your settings (or
+    from the workspace's own, once you trusted it with `smoke trust`), else the
+    defaults (first found wins by id): the workspace's .smoke/skills,
     .claude/skills, .codex/skills, .opencode/skills, .agents/skills, the same
     under your home folder, then ~/.config/opencode/skills.
     """
@@ -38,9 +41,10 @@ def skills_command(workspace: str, dirs: tuple[str, ...], as_json: bool) -> None
     was_disabled = logger.disabled
     logger.disabled = True  # the warnings are printed below, once
     try:
-        skills = discover_skills(
-            workspace=root.resolve(), skills_dir=list(dirs) if dirs else None, warnings=warnings
-        )
+        if dirs:
+            skills = discover_skills(workspace=root.resolve(), skills_dir=list(dirs), warnings=warnings)
+        else:
+            skills = _skills_of_an_agent(root.resolve(), warnings)
     finally:
         logger.disabled = was_disabled
     skills.sort(key=lambda s: s.id)
@@ -69,3 +73,25 @@ def skills_command(workspace: str, dirs: tuple[str, ...], as_json: bool) -> None
     console.print(table)
     for w in warnings:
         click.echo(f"warning: {w}", err=True)
+
+
+def _skills_of_an_agent(root: Path, warnings: list[str]) -> list[Any]:
+    """The skills a run in ``root`` gets: an agent is made with the settings
+    layers a run reads (the offline ``demo`` provider: nothing is called), and
+    its options decide. A bad setting is the person's mistake: one message,
+    exit 2."""
+    from smoke_core import create_agent
+    from smoke_core.plugin import ConfigError
+
+    from . import _agent_skills
+
+    smoke = logging.getLogger("smoke")
+    level = smoke.level
+    smoke.setLevel(logging.ERROR)  # settings warnings: `smoke run` says them; the listing stays quiet
+    try:
+        agent = create_agent(root, provider="demo", trust_workspace=None)
+    except (ConfigError, ValueError, TypeError) as exc:
+        raise click.UsageError(str(exc)) from None
+    finally:
+        smoke.setLevel(level)
+    return _agent_skills(agent.options, warnings)

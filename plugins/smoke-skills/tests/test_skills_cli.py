@@ -59,3 +59,43 @@ def test_smoke_skills_table_with_dir_and_warnings(tmp_path: Path) -> None:
     assert "user-only" in proc.stdout  # people see every skill, with model: no
     assert proc.stderr.count("broken-yaml") == 1  # printed once, not also logged
     assert proc.stderr.count("no-frontmatter") == 1
+
+
+def _write_user_settings(text: str) -> Path:
+    from smoke_core.settings import user_settings_path
+
+    path = user_settings_path()  # under the isolated settings home (conftest)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_smoke_skills_lists_what_a_run_gets_from_the_settings(tmp_path: Path) -> None:
+    """`skills_dir` from the person's settings decides, as for a run; an
+    untrusted workspace's own `skills_dir` pointing outside it is refused, as
+    in a run, with the warning that says why."""
+    _write_user_settings(f"skills_dir: {FIXTURES}\n")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    proc = run_smoke("--workspace", str(plain), "--json", home=tmp_path / "home")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert {"pdf_processing", "curated-skill"} <= {r["id"] for r in data["skills"]}
+    assert any("broken-yaml" in w for w in data["warnings"])
+
+    cloned = tmp_path / "cloned"
+    (cloned / ".smoke").mkdir(parents=True)
+    (cloned / ".smoke" / "config.yaml").write_text(f"skills_dir: {FIXTURES}\n")
+    proc = run_smoke("--workspace", str(cloned), "--json", home=tmp_path / "home")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["skills"] == []
+    assert any("set by the workspace's own settings, which are not trusted" in w for w in data["warnings"])
+
+
+def test_smoke_skills_with_a_bad_setting_is_one_message_and_exit_2(tmp_path: Path) -> None:
+    path = _write_user_settings("skills_dir: 7\n")
+    proc = run_smoke("--workspace", str(tmp_path), home=tmp_path / "home")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"{path}: skills_dir:" in proc.stderr and "smoke-skills" in proc.stderr and "got 7" in proc.stderr
