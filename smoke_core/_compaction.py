@@ -97,14 +97,13 @@ class Compactor:
     def context_window(self, value: int) -> None:
         self._window = value
 
-    async def maybe_compact(self, run: CompactableRun, summarise: Summarise | None = None) -> bool:
-        """Compact ``run.messages`` when the estimated prompt passes the
-        threshold. ``summarise(old_messages)`` asks the model for a summary
-        (the run's model caller provides it); without it, or when it fails, a
-        mechanical summary is used, so compaction never fails a run."""
+    def due(self, run: CompactableRun) -> int | None:
+        """The estimated prompt tokens when ``run.messages`` passes the
+        threshold, else None: the check of :meth:`maybe_compact`, without a
+        coroutine (the loop asks it every step and it almost always says None)."""
         messages = run.messages
         if len(messages) <= self.keep_recent + 1:
-            return False
+            return None
         # Per-step cost must not grow with the history: a running character
         # count per run, measuring only the messages added since the last
         # step (messages are append-only until compaction replaces them).
@@ -118,9 +117,21 @@ class Compactor:
         tally.counted = len(messages)
         if tally.tool_chars is None:
             tally.tool_chars = len(json.dumps(run.tool_schemas))
-        estimated = (tally.chars + tally.tool_chars + len(run.system_prompt() or "")) // 4
-        if estimated < self.context_window * self.threshold:
+        estimated: int = (tally.chars + tally.tool_chars + len(run.system_prompt() or "")) // 4
+        window = self._window
+        if estimated < (window if type(window) is int else self.context_window) * self.threshold:
+            return None
+        return estimated
+
+    async def maybe_compact(self, run: CompactableRun, summarise: Summarise | None = None) -> bool:
+        """Compact ``run.messages`` when the estimated prompt passes the
+        threshold. ``summarise(old_messages)`` asks the model for a summary
+        (the run's model caller provides it); without it, or when it fails, a
+        mechanical summary is used, so compaction never fails a run."""
+        estimated = self.due(run)
+        if estimated is None:
             return False
+        messages = run.messages
         cut = self._cut_index(messages)
         if cut is None:
             return False

@@ -76,6 +76,21 @@ class ModelCaller:
     def model(self) -> str:
         return getattr(self.provider, "model", "") or ""
 
+    def unhooked_request(self) -> ModelRequest | None:
+        """The request for this step when no plugin implements
+        ``before_model_call`` (what :meth:`build_request` returns then, without
+        a coroutine), else None: await :meth:`build_request`."""
+        if self.hooks.has("before_model_call"):
+            return None
+        return ModelRequest(
+            model=getattr(self.provider, "model", "") or "",
+            messages=list(self.state.messages),
+            tools=list(self.state.schemas),
+            system=self.system_prompt(),
+            settings=dict(self.model_settings),
+            user_id=self.user_id,
+        )
+
     async def build_request(self, step: int) -> ModelRequest:
         """The request for this step, after the ``before_model_call`` chain."""
         messages = list(self.state.messages)

@@ -513,6 +513,15 @@ class PermissionGate:
                     return f"{value} (resolves to {form})" if form != value else value
         return None
 
+    def allows_plainly(self, input: dict[str, Any]) -> bool:
+        """True when :meth:`decide` would allow a read-only tool call (``kind="tool"``,
+        no ``permission_value``) with this input, with nothing to check: there
+        are no rules, the mode is one of ``PERMISSION_MODES`` (each allows a
+        read-only call) and the input names no path (so no secret-looking one).
+        False means: ask :meth:`decide`. Lets the tool pipeline skip building a
+        :class:`PermissionRequest` on its common path."""
+        return not self.rules and isinstance(self.mode, str) and not _paths_in(input)
+
     def asked_by_rule(self, tool_call_id: str) -> bool:
         """True when the pending request asks because of an *ask* rule (``--yes`` does not answer those)."""
         return tool_call_id in self._rule_asks

@@ -29,8 +29,9 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ._compaction import Compactor
 from ._context import ToolContext
 from ._errors import AgentError, AgentErrorInfo, ToolError
 from ._event_bus import EventBus
@@ -49,9 +50,6 @@ from ._tool_executor import ToolExecutor
 from ._tools import ToolDefinition, ToolRegistry
 from ._workspace import Workspace
 from .secrets import Redactor
-
-if TYPE_CHECKING:
-    from ._compaction import Compactor
 
 log = logging.getLogger("smoke")
 
@@ -411,8 +409,18 @@ class RunHandle:
         guards = deps.guards
         max_steps = self.options.max_steps
         emit = self.emit
+        model = self._model
+        compactor = deps.compactor
+        # the stock compactor is asked whether it is due without a coroutine; another one is awaited as always
+        stock_compactor = type(compactor).maybe_compact is Compactor.maybe_compact
+        cancelled = self.cancelled
+        top_level = self.parent is None  # a subagent also stops when a run above it is aborted
         while True:
-            self._check_abort()
+            if top_level:
+                if cancelled.is_set():
+                    raise Interrupted()
+            else:
+                self._check_abort()
             if starved():  # many runs on one loop: take turns with timers and I/O (_fair)
                 await take_turn()
                 self._check_abort()
@@ -427,14 +435,17 @@ class RunHandle:
             st.step += 1
             step = st.step
             emit("step.started", {"step": step})
-            if await deps.compactor.maybe_compact(self, self._model.summarise):
+            if (not stock_compactor or compactor.due(self) is not None) and await compactor.maybe_compact(
+                self, model.summarise
+            ):
                 # instructions summarised away are given again after the summary
                 kept = str(st.messages)
                 st.pending_instructions = [t for t in st.instructions if t not in kept]
-            self._flush_instructions()
-            request = await self._model.build_request(step)
+            if st.pending_instructions:
+                self._flush_instructions()
+            request = model.unhooked_request() or await model.build_request(step)
             try:
-                reply, finish_reason = await self._model.call(request, step)
+                reply, finish_reason = await model.call(request, step)
             except ToolCallRejected as rejected:
                 st.rejected_calls += 1
                 limit = guards.repeated_tool_error
@@ -453,8 +464,14 @@ class RunHandle:
                 continue
             st.rejected_calls = 0
 
-            calls = [b for b in reply["content"] if b["type"] == "tool_call"]
-            has_text = any(b["type"] == "text" and b["text"].strip() for b in reply["content"])
+            calls: list[dict[str, Any]] = []
+            has_text = False
+            for b in reply["content"]:
+                kind = b["type"]
+                if kind == "tool_call":
+                    calls.append(b)
+                elif kind == "text" and not has_text and b["text"].strip():
+                    has_text = True
             if not calls and not has_text:
                 st.empty_replies += 1
                 limit = guards.empty_responses
@@ -494,7 +511,10 @@ class RunHandle:
                 ))
                 continue
 
-            results = await self._tools.run_calls(calls)
+            if len(calls) == 1:
+                results = [await self._tools.run_call(calls[0])]
+            else:
+                results = await self._tools.run_calls(calls)
             self._append({"role": "tool", "content": results})
             emit("step.ended", {"step": step, "tool_calls": len(calls), "finish_reason": finish_reason})
             if st.stop is not None:

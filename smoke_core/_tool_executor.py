@@ -15,6 +15,7 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import CoroutineType
 from typing import Any
 
 from ._call_journal import CallJournal
@@ -72,6 +73,10 @@ class ToolExecutor:
         self.set_phase = set_phase
         self.hook_run = hook_run  # the RunHandle, as hooks see it
         self.on_hook_error = on_hook_error
+        # a plain gate answers a read-only call that needs no rule without a PermissionRequest
+        # (a subclass may decide otherwise, so it is always asked)
+        self._allows_plainly = gate.allows_plainly if type(gate) is PermissionGate else None
+        self._redacting = bool(redactor)  # a Redactor's secrets are fixed when it is made
 
     # ------------------------------------------------------------ a step's calls
 
@@ -103,29 +108,37 @@ class ToolExecutor:
     async def run_call(self, call: dict[str, Any]) -> dict[str, Any]:
         name = call["name"]
         call_id = call["id"]
-        tool = self.state.tools.get(name)
-        presentation = self.presentation(tool, name)
+        state = self.state
+        tool = state.tools.get(name)
+        presentation = state.presentations.get(name)
+        if presentation is None:
+            presentation = self.presentation(tool, name)
+        kind = tool.kind if tool is not None else None  # read once per call: started, permission, track
         tool_input: dict[str, Any] = call.get("input") or {}
         t0 = time.perf_counter()
         self.emit(
             "tool.started",
             {"tool_call_id": call_id, "tool_name": name, "input": tool_input, "presentation": presentation,
-             "tool_kind": tool.kind if tool is not None else None},
+             "tool_kind": kind},
         )
         try:
-            result, error, blocked, tool_input = await self._pipeline(call, tool, tool_input)
+            result, error, blocked, tool_input = await self._pipeline(call, tool, tool_input, kind)
         except asyncio.CancelledError:
             error = AgentErrorInfo.from_code("tool_cancelled", f"{name} was cancelled: the run was aborted")
             await self._finish(call_id, name, tool_input, ToolResult.error(error.message), t0, False, error, presentation)
             raise
-        result = self._repeated_failure(name, tool_input, result)
-        output = self.state.output
-        if output is not None and name == FINAL_RESULT and result.is_error:
-            stop = output.failed(result.text_content())
-            if stop is not None:
-                self.state.stop = stop
+        if result.is_error:
+            result = self._repeated_failure(name, tool_input, result)
+            output = state.output
+            if output is not None and name == FINAL_RESULT and result.is_error:
+                stop = output.failed(result.text_content())
+                if stop is not None:
+                    state.stop = stop
+        else:  # what _repeated_failure does for a success
+            state.last_failure, state.same_failures = None, 0
         await self._finish(call_id, name, tool_input, result, t0, blocked, error, presentation)
-        self.track(tool, result)
+        if tool is not None:
+            self.track(tool, result, kind)
         return {"type": "tool_result", "tool_call_id": call_id, "content": result.content, "is_error": result.is_error}
 
     def presentation(self, tool: ToolDefinition | None, name: str) -> dict[str, Any]:
@@ -175,7 +188,9 @@ class ToolExecutor:
 
     # ------------------------------------------------------------ one call
 
-    async def _pipeline(self, call: dict[str, Any], tool: ToolDefinition | None, tool_input: dict[str, Any]) -> Outcome:
+    async def _pipeline(
+        self, call: dict[str, Any], tool: ToolDefinition | None, tool_input: dict[str, Any], kind: str | None
+    ) -> Outcome:
         """Validate → before_tool_call → permission → execute. Returns
         (result, error, blocked, final input); never raises except on cancel."""
         name = call["name"]
@@ -224,22 +239,30 @@ class ToolExecutor:
                     )
                 tool_input = new_input
 
-        request = PermissionRequest(
-            call_id, "tool", name, tool_input, tool.read_only, None,
-            scope=f"mcp:{name.split('__', 1)[0]}" if tool.group == "mcp" and "__" in name else name,
-            tool_kind=tool.kind, permission_value=tool.permission_value(tool_input),
-            destructive=tool.annotations.destructive_hint,
-        )
-        grants: set[str] = set()
-        if not await self.request_permission(request, presentation=self.presentation(tool, name), grants=grants):
-            message = f"permission denied: the call to {name} was not approved"
-            if request.reason:
-                message += f" ({request.reason})"
-            return fail("permission_denied", message)
+        read_only = tool.read_only
+        permission_value = tool.permission_value(tool_input) if tool.permission_key is not None else None
+        allows_plainly = self._allows_plainly
+        if (allows_plainly is not None and read_only and permission_value is None
+                and allows_plainly(tool_input)):
+            granted: frozenset[str] = frozenset()  # what gate.decide would say, without building the request
+        else:
+            request = PermissionRequest(
+                call_id, "tool", name, tool_input, read_only, None,
+                scope=f"mcp:{name.split('__', 1)[0]}" if tool.group == "mcp" and "__" in name else name,
+                tool_kind=kind, permission_value=permission_value,
+                destructive=tool.annotations.destructive_hint,
+            )
+            grants: set[str] = set()
+            if not await self.request_permission(request, presentation=self.presentation(tool, name), grants=grants):
+                message = f"permission denied: the call to {name} was not approved"
+                if request.reason:
+                    message += f" ({request.reason})"
+                return fail("permission_denied", message)
+            granted = frozenset(grants)
 
-        ctx = self.make_context(call_id, name, grants=frozenset(grants))
+        ctx = self.make_context(call_id, name, grants=granted)
         # at-most-once across crashes: a mutating call's start is committed before it executes (_call_journal)
-        journal = CallJournal.for_call(self.hook_run, tool)
+        journal = None if read_only else CallJournal.for_call(self.hook_run, tool)
         if journal is not None:
             await journal.started(call_id, name)
             executed = await self._execute(tool, tool_input, ctx, call_id, name)
@@ -256,7 +279,7 @@ class ToolExecutor:
                 raw_result = await asyncio.to_thread(tool.execute, tool_input, ctx)
             else:
                 raw_result = tool.execute(tool_input, ctx)
-            if inspect.isawaitable(raw_result):
+            if type(raw_result) is CoroutineType or inspect.isawaitable(raw_result):
                 raw_result = await raw_result
         except asyncio.CancelledError:
             raise
@@ -271,10 +294,10 @@ class ToolExecutor:
             message = self.redactor.redact(f"{name} failed: {type(exc).__name__}: {exc}")
             info = AgentErrorInfo.from_code("tool_failed", message, details={"exception": type(exc).__name__})
             return ToolResult.error(message), info, False, tool_input
-        result = _coerce_result(raw_result)
+        result = ToolResult.text(raw_result) if type(raw_result) is str else _coerce_result(raw_result)
         if tool.permission_key is not None and not result.is_error and tool.kind == "read":
             result = self._offer_nested_instructions(tool, tool_input, result)
-        if self.redactor:
+        if self._redacting:
             result = _redact_result(result, self.redactor)
         result = self._spill(result, call_id)
         error = None
@@ -346,10 +369,13 @@ class ToolExecutor:
 
     def _spill(self, result: ToolResult, call_id: str) -> ToolResult:
         limit = self.max_output_chars
-        text_blocks = [b for b in result.content if b.get("type") == "text"]
-        total = sum(len(b.get("text", "")) for b in text_blocks)
+        total = 0
+        for b in result.content:
+            if b.get("type") == "text":
+                total += len(b.get("text", ""))
         if total <= limit:
             return result
+        text_blocks = [b for b in result.content if b.get("type") == "text"]
         full = "\n".join(b["text"] for b in text_blocks)
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id)[:80] or "output"
         path = self.artifacts_dir() / f"{safe}.txt"
@@ -401,12 +427,14 @@ class ToolExecutor:
             return result.model_copy(update={"content": [*result.content, {"type": "text", "text": note}]})
         return result
 
-    def track(self, tool: ToolDefinition | None, result: ToolResult) -> None:
-        """Guards and phases, from what a tool call did (by its declared kind)."""
+    def track(self, tool: ToolDefinition | None, result: ToolResult, kind: str | None = None) -> None:
+        """Guards and phases, from what a tool call did (by its declared kind;
+        ``kind``, when given, is ``tool.kind`` already read)."""
         if tool is None:
             return
         state = self.state
-        kind = tool.kind
+        if kind is None:
+            kind = tool.kind
         if kind in ("edit", "delete", "move"):
             if not result.is_error:
                 state.edited = True

@@ -414,3 +414,21 @@ async def test_set_model_switches_between_runs(tmp_path):
     result = await agent.run("two")
     assert result.status == "completed" and agent.provider.model == "m2" and agent.options.model == "m2"
     assert agent.context_window == 128_000
+
+
+# ------------------------------------------------------------ the tool pipeline's fast path
+
+
+@pytest.mark.parametrize("mode", ["ask-default", "allow-all", "deny-all", lambda request: None])
+@pytest.mark.parametrize("rules", [(), ("noop",), ("other(*)",)])
+@pytest.mark.parametrize("auto_approve", [False, True])
+@pytest.mark.parametrize("input", [{}, {"n": 1}, {"path": "a.txt"}, {"path": ".env"}, {"files": ["x/id_rsa"]}])
+def test_allows_plainly_only_when_decide_allows_a_read_only_call(tmp_path, mode, rules, auto_approve, input):
+    # the pipeline skips the PermissionRequest when allows_plainly says True: decide must agree
+    gate = PermissionGate(mode, rules=rules, auto_approve=auto_approve, workspace=tmp_path)
+    req = PermissionRequest("c1", "tool", "noop", dict(input), True, None, scope="noop", tool_kind="read")
+    if gate.allows_plainly(input):
+        assert asyncio.run(gate.decide(req)) == "allow"
+        assert req.reason is None and not gate.pending
+    else:
+        assert rules or callable(mode) or input.keys() & {"path", "files"}

@@ -130,3 +130,22 @@ def test_a_type_pydantic_cannot_express_is_a_clear_error():
         def bad(thing: Opaque) -> str:
             """Nope."""
             return ""
+
+
+def test_tool_result_text_is_what_model_construct_builds():
+    from smoke_core import ToolResult
+
+    fast = ToolResult.text("ok", is_error=1, data={"a": 1})  # type: ignore[arg-type]
+    slow = ToolResult.model_construct(
+        content=[{"type": "text", "text": "ok"}], is_error=True, data={"a": 1}, presentation=None
+    )
+    assert fast == slow and repr(fast) == repr(slow)
+    assert fast.model_fields_set == slow.model_fields_set
+    assert fast.model_fields_set is not ToolResult.text("x").model_fields_set
+    assert fast.model_dump() == slow.model_dump()
+    assert fast.model_copy(update={"is_error": False}).is_error is False
+
+    class Tagged(ToolResult):
+        tag: str = "t"
+
+    assert Tagged.text("ok").tag == "t"  # a subclass still gets its defaults
