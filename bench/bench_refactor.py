@@ -37,6 +37,8 @@ def _loop(python: str, only: str, reps: int) -> dict[str, float] | None:
         proc = subprocess.run(
             [python, str(BENCH / "bench_loop.py"), "--only", only, "--reps", str(reps), "--json", str(out), "--quiet"],
             capture_output=True, text=True, timeout=600, check=False,
+            # PYTHONPATH (a checkout put first) must not reach the other venv: "before" would import "after"
+            env=os.environ if python == sys.executable else {k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
         )
         if proc.returncode != 0 or not out.stat().st_size:
             print(f"{only} under {python} failed: {(proc.stderr or proc.stdout)[-800:]}", file=sys.stderr)
