@@ -51,7 +51,7 @@ def gather() -> dict[str, Any]:
         checks.append({"name": name, "ok": ok, "path": path, "version": version, "detail": detail,
                        "disables": None if ok else disables})
 
-    st = sandbox.status()
+    st = sandbox.status(fresh=True)  # the diagnosis: never a remembered answer
     add(
         "bubblewrap", st.works, path=st.bwrap, version=st.version,
         detail=("works: commands run sandboxed"

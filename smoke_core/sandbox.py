@@ -357,18 +357,91 @@ def find_bwrap(path: str | None = None) -> str | None:
     return shutil.which("bwrap", path=path)
 
 
-def status() -> SandboxStatus:
+def status(*, fresh: bool = False) -> SandboxStatus:
     """Whether bubblewrap is here and actually creates a sandbox. The probe
     (``bwrap ... true`` with the real flags) runs once per process for each
-    ``bwrap`` binary; ``$PATH`` is looked up on every call."""
+    ``bwrap`` binary; ``$PATH`` is looked up on every call.
+
+    A probe that *worked* is also remembered on disk for a day (see
+    :func:`_remembered`), keyed by everything it depends on — the binary's
+    path, size and change time, the kernel release, the user and the user
+    namespace switches — so a new process (``smoke tools``, the first command
+    of ``smoke run``) does not pay for a new network namespace, whose teardown
+    sometimes takes the kernel ~50 ms. A failed probe is never remembered: a
+    fix (installing bubblewrap, allowing user namespaces) shows at once.
+    ``fresh=True`` (``smoke doctor``) always probes."""
     bwrap = find_bwrap()
     if bwrap is None:
         return SandboxStatus(bwrap=None, user_namespaces=user_namespace_settings())
     with _probe_lock:
-        cached = _probes.get(bwrap)
+        cached = None if fresh else _probes.get(bwrap)
         if cached is None:
-            cached = _probes[bwrap] = _probe(bwrap)
+            key = None if fresh else _probe_key(bwrap)
+            cached = _remembered(key) if key is not None else None
+            if cached is None:
+                cached = _probe(bwrap)
+                if cached.works:
+                    _remember(_probe_key(bwrap), cached)
+            _probes[bwrap] = cached
     return cached
+
+
+#: how long a working probe is remembered on disk
+PROBE_MEMORY_S = 24 * 3600
+
+
+def _probe_file() -> Path:
+    base = os.environ.get("SMOKE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "smoke"
+    )
+    return Path(base) / "sandbox-probe.json"
+
+
+def _probe_key(bwrap: str) -> str | None:
+    import json
+
+    try:
+        st = os.stat(bwrap)
+    except OSError:
+        return None
+    return json.dumps([os.path.realpath(bwrap), st.st_size, st.st_mtime_ns, st.st_ctime_ns, os.uname().release,
+                       os.geteuid(), user_namespace_settings()], sort_keys=True)
+
+
+def _remembered(key: str) -> SandboxStatus | None:
+    """The working probe remembered for ``key`` when younger than a day. A
+    forged file can only claim that bubblewrap works — commands then go
+    through bwrap and fail if it does not —, never that commands may run
+    unsandboxed."""
+    import json
+    import time
+
+    try:
+        data = json.loads(_probe_file().read_text(encoding="utf-8"))
+        if data.get("key") != key or not 0 <= time.time() - float(data["at"]) < PROBE_MEMORY_S:
+            return None
+        st = data["status"]
+        return SandboxStatus(bwrap=str(st["bwrap"]), version=st.get("version"), works=True,
+                             disable_userns=bool(st.get("disable_userns")),
+                             user_namespaces=dict(st.get("user_namespaces") or {}))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _remember(key: str | None, st: SandboxStatus) -> None:
+    import json
+    import time
+
+    if key is None:
+        return
+    path = _probe_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "at": time.time(), "status": st.to_dict()}), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:  # a read-only home: no memory, a probe per process
+        pass
 
 
 def available() -> bool:

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -186,6 +187,72 @@ def test_a_bwrap_that_cannot_create_a_sandbox_is_not_available(tmp_path: Path, m
     assert "cannot create a sandbox here" in st.reason() and "uid map" in st.reason()
     with pytest.raises(SandboxUnavailable, match="uid map"):
         sandbox.prepare(["true"], SandboxPolicy.from_settings({"mode": "required"}, tmp_path))
+
+
+# ---------------------------------------------------------------- the probe remembered on disk
+
+
+def _logging_bwrap(folder: Path, log: Path, real: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    fake = folder / "bwrap"
+    fake.write_text(f"#!/bin/sh\necho \"$1\" >> {log}\nexec {real} \"$@\"\n")
+    fake.chmod(0o755)
+    return fake
+
+
+@needs_bwrap
+def test_a_working_probe_is_remembered_for_new_processes_and_doctor_always_probes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = sandbox.find_bwrap()
+    assert real is not None
+    log = tmp_path / "calls.log"
+    fake = _logging_bwrap(tmp_path / "bin", log, real)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("SMOKE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(sandbox, "_probes", {})
+    assert sandbox.status().works is True
+    probed = log.read_text().count("\n")
+    assert probed >= 2  # --version and a real sandbox
+    assert (tmp_path / "cache" / "sandbox-probe.json").is_file()
+
+    monkeypatch.setattr(sandbox, "_probes", {})  # a new process: the answer comes from the disk
+    st = sandbox.status()
+    assert st.works is True and st.bwrap == str(fake) and log.read_text().count("\n") == probed
+
+    assert sandbox.status(fresh=True).works is True  # smoke doctor
+    assert log.read_text().count("\n") > probed
+
+    # anything the probe depends on changes the key: a changed binary is probed again
+    probed = log.read_text().count("\n")
+    fake.write_text(fake.read_text() + "# changed\n")
+    monkeypatch.setattr(sandbox, "_probes", {})
+    assert sandbox.status().works is True and log.read_text().count("\n") > probed
+
+
+def test_a_failed_probe_is_never_remembered_and_a_forged_memory_for_another_key_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    log = tmp_path / "calls.log"
+    fake = folder / "bwrap"
+    fake.write_text(f"#!/bin/sh\necho \"$1\" >> {log}\n[ \"$1\" = --version ] && {{ echo 'bubblewrap 0'; exit 0; }}\n"
+                    "echo 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    # a memory written for another binary (or forged): it must not make this one "work"
+    (cache / "sandbox-probe.json").write_text(json.dumps({
+        "key": "another", "at": time.time(), "status": {"bwrap": str(fake), "available": True}}))
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{_path_without_bwrap(tmp_path)}")
+    monkeypatch.setenv("SMOKE_CACHE_DIR", str(cache))
+    for _ in range(2):  # two "processes"
+        monkeypatch.setattr(sandbox, "_probes", {})
+        st = sandbox.status()
+        assert st.works is False and "No permissions" in (st.error or "")
+    assert log.read_text().count("--version") == 2  # probed each time: a failure is not remembered
+    assert json.loads((cache / "sandbox-probe.json").read_text())["key"] == "another"
 
 
 # ---------------------------------------------------------------- real bubblewrap
