@@ -128,6 +128,21 @@ def move_aside(path: Path) -> Path:
     return target
 
 
+def _in_transaction(conn: sqlite3.Connection, op: Callable[[sqlite3.Connection], T]) -> T:
+    """``op(conn)`` in one ``BEGIN IMMEDIATE`` transaction: committed, or rolled back when it raises."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        value = op(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        raise
+    return value
+
+
 class SQLiteStore:
     """Sessions in the SQLite file ``path`` (created with its folder if missing).
 
@@ -252,8 +267,8 @@ class SQLiteStore:
         title = None
         if message["role"] == "user":
             title = "".join(b.get("text", "") for b in message["content"] if b.get("type") == "text")[:80]
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+
+        def write(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO sessions (session_id, title, created_at, updated_at, message_count) "
                 "VALUES (?, ?, ?, ?, 0) ON CONFLICT(session_id) DO NOTHING",
@@ -275,13 +290,8 @@ class SQLiteStore:
                     "DELETE FROM tool_calls WHERE session_id = ? AND call_id = ?",
                     [(session_id, str(b.get("tool_call_id"))) for b in message["content"]],
                 )
-            conn.execute("COMMIT")
-        except BaseException:
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
-            raise
+
+        _in_transaction(conn, write)
 
     def rename_session(self, session_id: str, title: str) -> bool:
         """Set a session's title; False when there is no such session."""
@@ -294,21 +304,11 @@ class SQLiteStore:
         """Delete a session and its messages in one transaction; False when there was none."""
 
         def op(conn: sqlite3.Connection) -> bool:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-                conn.execute("DELETE FROM tool_calls WHERE session_id = ?", (session_id,))
-                cur = conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
-                conn.execute("COMMIT")
-            except BaseException:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-                raise
-            return cur.rowcount > 0
+            conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM tool_calls WHERE session_id = ?", (session_id,))
+            return conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,)).rowcount > 0
 
-        return self._guard(op)
+        return self._transaction(op)
 
     def list_sessions(self) -> list[SessionInfo]:
         rows = self._guard(
@@ -322,20 +322,7 @@ class SQLiteStore:
     # ------------------------------------------------------------ session lease
 
     def _transaction(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        def run(conn: sqlite3.Connection) -> T:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                value = op(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-                raise
-            return value
-
-        return self._guard(run)
+        return self._guard(lambda conn: _in_transaction(conn, op))
 
     def acquire_lease(self, session_id: str, holder: LeaseHolder, ttl: float) -> Lease:
         """Take the session's lease for ``ttl`` seconds, or say who has it."""
