@@ -76,6 +76,7 @@ __all__ = [
     "looks_secret",
     "new_session_id",
     "open_store",
+    "redact_url",
     "resolve_agent_settings",
     "run_batch",
     "run_batch_task",
@@ -115,6 +116,7 @@ _LAZY: dict[str, str] = {
     "StoreError": "_store",
     "lease_decision": "_store",
     "open_store": "_store_url",
+    "redact_url": "_store_url",
     "BatchConfig": "_batch_tasks",
     "BatchTask": "_batch_tasks",
     "BatchError": "_batch_main",
@@ -191,7 +193,7 @@ if TYPE_CHECKING:
         StoreError,
         lease_decision,
     )
-    from ._store_url import open_store
+    from ._store_url import open_store, redact_url
     from ._tool_decorator import tool
     from ._tools import (
         TOOL_KINDS,

@@ -27,7 +27,6 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from smoke_core.plugin import (
     AgentError,
@@ -39,24 +38,13 @@ from smoke_core.plugin import (
     SessionInfo,
     StoreError,
     lease_decision,
+    redact_url,
 )
 
 from ._schema import migrate
 
 log = logging.getLogger("smoke.store.postgres")
 T = TypeVar("T")
-
-
-def redact(url: str) -> str:
-    """``url`` with its password replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparsable URL>"
-    if parts.password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
 def _transient(exc: BaseException) -> bool:
@@ -119,7 +107,7 @@ class PostgresStore:
         except psycopg.Error as exc:
             reason = " ".join(str(exc).split()) or type(exc).__name__
             raise StoreError(
-                f"cannot connect to the session store {redact(self.url)} ({reason}); check that PostgreSQL is "
+                f"cannot connect to the session store {redact_url(self.url)} ({reason}); check that PostgreSQL is "
                 f"running there and that the URL (SMOKE_STORE_URL) is right"
             ) from None
         try:
@@ -136,20 +124,20 @@ class PostgresStore:
         except PoolTimeout as exc:
             await pool.close()
             raise StoreError(
-                f"cannot connect to the session store {redact(self.url)} within {connect_timeout:.0f} s ({exc}); "
+                f"cannot connect to the session store {redact_url(self.url)} within {connect_timeout:.0f} s ({exc}); "
                 f"check that PostgreSQL is running there and that the URL (SMOKE_STORE_URL) is right"
             ) from None
         except Exception as exc:
             await pool.close()
             if isinstance(exc, StoreError):
                 raise
-            raise StoreError(f"the session store {redact(self.url)} cannot be used: {exc}") from None
+            raise StoreError(f"the session store {redact_url(self.url)} cannot be used: {exc}") from None
         return pool
 
     def _wait(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the store's loop and wait for it in this thread."""
         if self._closed:
-            raise StoreError(f"the session store {redact(self.url)} is closed")
+            raise StoreError(f"the session store {redact_url(self.url)} is closed")
         if threading.current_thread() is self._thread:
             raise RuntimeError("PostgresStore: a blocking call from the store's own thread would deadlock")
         future = asyncio.run_coroutine_threadsafe(coro, self._loop)
@@ -158,7 +146,7 @@ class PostgresStore:
     async def _await(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the store's loop; await it from the caller's loop."""
         if self._closed:
-            raise StoreError(f"the session store {redact(self.url)} is closed")
+            raise StoreError(f"the session store {redact_url(self.url)} is closed")
         future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
         return await asyncio.wrap_future(future)
 
@@ -197,7 +185,7 @@ class PostgresStore:
                 if waited >= self.reconnect_timeout:
                     raise AgentError.from_code(
                         "transport_disconnected",
-                        f"the session store {redact(self.url)} has been unreachable for {waited:.0f} s ({exc}); "
+                        f"the session store {redact_url(self.url)} has been unreachable for {waited:.0f} s ({exc}); "
                         f"the step could not be saved",
                         severity="error", retryable=False,
                         hint="Check that PostgreSQL is running and reachable, then resume the session.",
@@ -206,7 +194,7 @@ class PostgresStore:
                     warned_at = time.monotonic()
                     tell(AgentErrorInfo.from_code(
                         "transport_disconnected",
-                        f"the session store {redact(self.url)} is unreachable ({str(exc).strip() or type(exc).__name__}); "
+                        f"the session store {redact_url(self.url)} is unreachable ({str(exc).strip() or type(exc).__name__}); "
                         f"reconnecting (attempt {attempt}, for up to {self.reconnect_timeout:.0f} s)",
                         severity="warning", details={"attempt": attempt},
                     ))
@@ -215,7 +203,7 @@ class PostgresStore:
             if warned_at is not None:
                 tell(AgentErrorInfo.from_code(
                     "transport_disconnected",
-                    f"the session store {redact(self.url)} is reachable again after "
+                    f"the session store {redact_url(self.url)} is reachable again after "
                     f"{time.monotonic() - started:.1f} s; nothing was lost",
                     severity="info", details={"attempt": attempt, "reconnected": True},
                 ))
