@@ -269,35 +269,31 @@ def template_row(template: Any) -> dict[str, Any]:
     }
 
 
+def _listing_line(head: str, row: dict[str, Any], extra: str = "") -> str:
+    """``- uri — title (mime)extra: description``, each part only when known."""
+    line = f"- {head}"
+    label = row["title"] or row["name"]
+    if label:
+        line += f" — {label}"
+    if row["mime_type"]:
+        line += f" ({row['mime_type']})"
+    line += extra
+    if row["description"]:
+        line += f": {row['description']}"
+    return line
+
+
 def listing_text(server: str, resources: list[dict[str, Any]], templates: list[dict[str, Any]]) -> str:
     """One server's resources and templates, as the model reads them."""
     lines = [f"MCP server {server!r}: {len(resources)} resource{'s' if len(resources) != 1 else ''}, "
              f"{len(templates)} template{'s' if len(templates) != 1 else ''}"]
-    for r in resources[:MAX_LISTED]:
-        line = f"- {r['uri']}"
-        label = r["title"] or r["name"]
-        if label:
-            line += f" — {label}"
-        if r["mime_type"]:
-            line += f" ({r['mime_type']})"
-        if r["description"]:
-            line += f": {r['description']}"
-        lines.append(line)
+    lines += [_listing_line(r["uri"], r) for r in resources[:MAX_LISTED]]
     if len(resources) > MAX_LISTED:
         lines.append(f"- … {len(resources) - MAX_LISTED} more not listed")
     if templates:
         lines.append("templates (read with template + arguments):")
-        for t in templates[:MAX_LISTED]:
-            line = f"- {t['uri_template']}"
-            label = t["title"] or t["name"]
-            if label:
-                line += f" — {label}"
-            if t["mime_type"]:
-                line += f" ({t['mime_type']})"
-            line += f"; arguments: {', '.join(t['arguments']) or 'none'}"
-            if t["description"]:
-                line += f": {t['description']}"
-            lines.append(line)
+        lines += [_listing_line(t["uri_template"], t, f"; arguments: {', '.join(t['arguments']) or 'none'}")
+                  for t in templates[:MAX_LISTED]]
         if len(templates) > MAX_LISTED:
             lines.append(f"- … {len(templates) - MAX_LISTED} more not listed")
     return "\n".join(lines)
