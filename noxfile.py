@@ -33,10 +33,18 @@ SITE = ROOT / "build" / "site"
 nox.options.sessions = ["lint", "core", "plugin", "tests", "build", "docs"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = False
+# uv makes the session virtualenvs and installs into them (seconds, not the ~13 s a
+# session spent in pip); plain virtualenv + pip where uv is not installed
+nox.options.default_venv_backend = "uv|virtualenv"
 
 # setuptools and hatchling: the tests build the docs example and a `smoke plugin new` package offline
-TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "setuptools>=70.1", "hatchling>=1.27"]
-BUILD_DEPS = ["build>=1.2", "hatchling>=1.27", "twine>=6.1"]
+# pytest-xdist: the larger sessions run their tests on every core (`-n`, one file per worker);
+# pip: tests run `python -m pip` (smoke install, the index tests), and uv's virtualenvs have none
+TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "pytest-xdist>=3.6", "setuptools>=70.1", "hatchling>=1.27", "pip"]
+BUILD_DEPS = ["build>=1.2", "hatchling>=1.27", "twine>=6.1", "pip"]
+#: sessions whose tests take long enough that a worker per core pays for its start (~1 s)
+PARALLEL = {"core", "all", "plugin-smoke-acp", "plugin-smoke-mcp", "plugin-smoke-provider-openai",
+            "plugin-smoke-tools-terminal", "plugin-smoke-ui"}
 DOCS_DEPS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10", "mkdocstrings[python]>=0.26"]
 
 
@@ -50,9 +58,11 @@ def _env() -> dict[str, str]:
 
 def _pytest(session: nox.Session, name: str, *paths: str, env: dict[str, str] | None = None) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
+    # SMOKE_TEST_WORKERS=0 runs a session's tests in one process (as does `nox -s core -- -n 0`)
+    workers = ["-n", os.environ.get("SMOKE_TEST_WORKERS", "auto"), "--dist", "loadfile"] if name in PARALLEL else []
     session.run(
         "python", "-m", "pytest", "-p", "no:cacheprovider", "-p", "smoke_pytest_rules", "--import-mode=importlib",
-        f"--junitxml={ARTIFACTS / f'junit-{name}.xml'}", "-q", *paths, *session.posargs,
+        *workers, f"--junitxml={ARTIFACTS / f'junit-{name}.xml'}", "-q", *paths, *session.posargs,
         env={**_env(), **(env or {})},
     )
 

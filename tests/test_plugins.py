@@ -32,16 +32,18 @@ def smoke_cli(*args: str, env_extra: dict[str, str] | None = None, cwd: Path | N
 
 
 @pytest.fixture(scope="module")
-def example_installed():
-    """pip-install the docs example as a real distribution (offline), then remove it."""
+def example_installed(tmp_path_factory):
+    """pip-install the docs example as a real distribution (offline) into a folder
+    of its own, and return the environment that puts it on the path: the test
+    environment itself is never changed (other tests run beside these ones)."""
+    site = tmp_path_factory.mktemp("example-site")
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "-q", str(EXAMPLE)],
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "-q",
+         "--target", str(site), str(EXAMPLE)],
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    yield
-    subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "smoke-policy-example"],
-                   capture_output=True, text=True, timeout=120)
+    return {"PYTHONPATH": str(site)}
 
 
 DONE_WHEN = """
@@ -84,7 +86,7 @@ def test_example_plugin_from_docs_works_end_to_end(example_installed, tmp_path):
     script.write_text(DONE_WHEN)
     ws = tmp_path / "ws"
     ws.mkdir()
-    env = {"SMOKE_LOAD_PLUGINS": "policy_example"}
+    env = {**example_installed, "SMOKE_LOAD_PLUGINS": "policy_example"}
     proc = subprocess.run([sys.executable, str(script), str(ws)], capture_output=True, text=True, timeout=120,
                           env={**os.environ, **env})
     assert proc.returncode == 0, proc.stderr
@@ -109,7 +111,7 @@ def test_example_plugin_from_docs_works_end_to_end(example_installed, tmp_path):
 
 @pytest.mark.slow
 def test_smoke_plugins_and_tools_show_the_example(example_installed, tmp_path):
-    env = {"SMOKE_LOAD_PLUGINS": "policy_example"}
+    env = {**example_installed, "SMOKE_LOAD_PLUGINS": "policy_example"}
     proc = smoke_cli("plugins", "--json", env_extra=env)
     assert proc.returncode == 0, proc.stderr
     rows = {r["name"]: r for r in json.loads(proc.stdout)}
@@ -130,7 +132,7 @@ def test_smoke_plugins_and_tools_show_the_example(example_installed, tmp_path):
 
 
 def test_smoke_load_plugins_empty_loads_none(example_installed):
-    proc = smoke_cli("plugins", "--json", env_extra={"SMOKE_LOAD_PLUGINS": ""})
+    proc = smoke_cli("plugins", "--json", env_extra={**example_installed, "SMOKE_LOAD_PLUGINS": ""})
     names = [r["name"] for r in json.loads(proc.stdout)]
     assert names == ["builtins"]
 
