@@ -158,6 +158,7 @@ def run_http(token: str) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # before the port is announced: a client connecting at once is queued, not refused
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     config = uvicorn.Config(guarded, log_level="warning", lifespan="on")
     anyio.run(uvicorn.Server(config).serve, [sock])
