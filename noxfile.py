@@ -9,6 +9,10 @@ MkDocs site, strict), `demo`, `bench`.
 and docs — the README's test command, which `.ci/run` calls. Each test runs once: a plugin's
 own tests run in its session, core's in `core`, and `tests` runs only what
 needs several plugins. `nox -s core -- -m "not slow"` is the fast lane.
+
+Virtualenvs are made with uv when it is installed (`pip install nox uv`), with
+virtualenv and pip otherwise; the larger sessions run on every core with
+pytest-xdist (`SMOKE_TEST_WORKERS=0` for one process).
 """
 
 from __future__ import annotations
@@ -42,10 +46,10 @@ nox.options.default_venv_backend = "uv|virtualenv"
 # pip: tests run `python -m pip` (smoke install, the index tests), and uv's virtualenvs have none
 TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "pytest-xdist>=3.6", "setuptools>=70.1", "hatchling>=1.27", "pip"]
 BUILD_DEPS = ["build>=1.2", "hatchling>=1.27", "twine>=6.1", "pip"]
-#: sessions where a second worker pays for its start: their tests wait (timeouts, a browser, commands
-#: in the sandbox) more than they compute. Elsewhere, on a 2-core machine, two workers were slower
-#: (smoke-acp 22 -> 33 s, tests 69 -> 84 s: their tests are CPU-bound subprocesses already)
-PARALLEL = {"core", "plugin-smoke-tools-terminal", "plugin-smoke-ui"}
+#: sessions whose tests take long enough that a worker per core pays for its start (~1-2 s):
+#: measured back to back on the 2-core CI machine, smoke-mcp 83 -> 55 s, `tests` 110 -> 87 s
+PARALLEL = {"core", "all", "plugin-smoke-acp", "plugin-smoke-mcp", "plugin-smoke-provider-openai",
+            "plugin-smoke-tools-terminal", "plugin-smoke-ui"}
 DOCS_DEPS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10", "mkdocstrings[python]>=0.26"]
 
 

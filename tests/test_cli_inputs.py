@@ -195,12 +195,14 @@ def test_a_malformed_mcp_json_is_named_and_the_listing_goes_on(tmp_path):
     ws.mkdir()
     (ws / ".mcp.json").write_text('{"mcpServers": {')
     env = clean_env(tmp_path, SMOKE_LOAD_PLUGINS="mcp", COLUMNS="200")
-    for args in (["tools"], ["tools", "--json"], ["mcp", "list"]):
+    # `smoke tools` lists and exits 0; `smoke mcp list` lists too, and its exit status 1 tells a script
+    for args, status in ((["tools"], 0), (["tools", "--json"], 0), (["mcp", "list"], 1), (["mcp", "list", "--json"], 1)):
         proc = smoke(*args, cwd=ws, env=env)
         output = proc.stdout + proc.stderr
         assert "Traceback" not in output
-        assert proc.returncode == 0, output
+        assert proc.returncode == status, output
         assert ".mcp.json is not valid JSON" in output, output
+    assert json.loads(smoke("mcp", "list", "--json", cwd=ws, env=env).stdout) == []  # the listing, still printed
     listing = json.loads(smoke("tools", "--json", cwd=ws, env=env).stdout)
     assert any(".mcp.json is not valid JSON" in w for w in listing["warnings"])
 

@@ -56,4 +56,51 @@ def acp_command(provider: str | None, model: str | None, base_url: str | None, l
     out_fd = os.dup(1)  # the protocol's own copy of stdout
     os.dup2(2, 1)  # everything else that writes to fd 1 lands on stderr
     sys.stdout = sys.stderr
+    refuse_unknown_provider(provider, model)  # after the redirect: plugins' registration cannot print on stdout
     asyncio.run(serve(ServeOptions(provider=provider, model=model, base_url=base_url), out_fd))
+
+
+def refuse_unknown_provider(provider: str | None, model: str | None) -> None:
+    """Raise :class:`click.UsageError` (exit status 2) when ``--provider``, or
+    ``--model prefix:name`` without ``--provider``, names a provider that is
+    not installed, with the message ``smoke run`` gives (core's
+    ``resolve_agent_settings`` words it and knows the installed providers).
+
+    Only the flags are checked: settings are per folder and read per session.
+    Settings that cannot be read (:class:`SettingsError`), or that are wrong
+    without the flags too, are left to the sessions, as before. The settings
+    are resolved for the current folder, as ``smoke run`` there would, so that
+    ``--model llama3:8b`` with a provider from the settings is not refused."""
+    if provider is None and not (model and ":" in model):
+        return  # nothing on the command line names a provider
+    from smoke_core.plugin import (
+        ConfigError,
+        NoProviderError,
+        SettingsError,
+        resolve_agent_settings,
+    )
+
+    try:
+        here = Path.cwd()
+    except OSError:  # the folder it was started in is gone: sessions name their own
+        return
+
+    def problem(**flags: str | None) -> str | None:
+        try:
+            resolve_agent_settings(here, **flags)
+        except (NoProviderError, SettingsError):
+            return None  # no key in the environment, or unreadable settings: each session reports it
+        except ConfigError as exc:  # what remains is core's unknown_provider
+            return str(exc)
+        return None
+
+    found = problem(provider=provider, model=model)
+    if found is None:
+        return
+    # --provider outranks every settings layer but the managed one, so the
+    # problem is the flag's (or the managed settings', which bind every
+    # session). A prefix in --model names the provider only when no setting
+    # does: when the settings fail without the flag too, the problem is theirs.
+    if provider is None and problem() is not None:
+        return
+    raise click.UsageError(found)

@@ -8,6 +8,7 @@ import asyncio
 import logging
 import os
 import signal
+import stat
 import sys
 from typing import Any
 
@@ -53,9 +54,12 @@ async def open_stdio(out_fd: int) -> tuple[asyncio.StreamReader, Any]:
 
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES)
-    try:
+    mode = os.fstat(sys.stdin.fileno()).st_mode
+    # a pipe, a socket or a terminal is watched by the event loop; anything else (a
+    # regular file, /dev/null, which epoll refuses) is read by a thread
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or sys.stdin.isatty():
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    except ValueError:  # not a pipe: feed the reader from a thread
+    else:
         def feed() -> None:
             try:
                 while data := sys.stdin.buffer.read1(65536):  # type: ignore[union-attr]

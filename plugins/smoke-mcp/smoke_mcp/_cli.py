@@ -23,14 +23,21 @@ def _workspace_option(fn: Any) -> Any:
                         help="Workspace folder whose .mcp.json / .smoke/config.yaml are read.")(fn)
 
 
-def _load(workspace: str) -> tuple[Path, dict[str, MCPServerConfig]]:
+def _load_with_problems(workspace: str) -> tuple[Path, dict[str, MCPServerConfig], list[str]]:
+    """The workspace root, its servers and the configuration's problems
+    (each also printed to stderr as a warning)."""
     from ._config import load_server_configs
 
     root = Path(workspace).resolve()
     loaded = load_server_configs(root)
     for problem in loaded.problems:
         click.echo(f"warning: {problem}", err=True)
-    return root, loaded.servers
+    return root, loaded.servers, loaded.problems
+
+
+def _load(workspace: str) -> tuple[Path, dict[str, MCPServerConfig]]:
+    root, servers, _ = _load_with_problems(workspace)
+    return root, servers
 
 
 async def _probe(cfg: MCPServerConfig, root: Path, log_dir: Path) -> tuple[list[Any] | None, str | None]:
@@ -106,8 +113,12 @@ def mcp_group() -> None:
                    "(servers defined by the workspace's files are not started: check one with `smoke mcp tools NAME`).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def list_command(workspace: str, check: bool, as_json: bool) -> None:
-    """List configured MCP servers (name, type, command or URL, where it is configured)."""
-    root, servers = _load(workspace)
+    """List configured MCP servers (name, type, command or URL, where it is configured).
+
+    Exit status: 1 when the configuration has problems (printed as warnings on
+    stderr) or when --check finds a server that failed to start; 0 otherwise.
+    The listing is printed in full either way."""
+    root, servers, problems = _load_with_problems(workspace)
     rows: list[dict[str, Any]] = [
         {
             "name": cfg.name,
@@ -138,6 +149,13 @@ def list_command(workspace: str, check: bool, as_json: bool) -> None:
         by_name = {r["name"]: r for r in rows}
         for cfg, (tools, error) in zip(probed, asyncio.run(check_all()), strict=True):
             by_name[cfg.name]["status"] = f"ok ({len(tools or [])} tools)" if error is None else f"failed: {error}"
+    _print_listing(rows, root, as_json)
+    # after the listing, never instead of it: a script or CI job sees the problem in the exit status
+    if problems or any(r["status"].startswith("failed:") for r in rows):
+        raise SystemExit(1)
+
+
+def _print_listing(rows: list[dict[str, Any]], root: Path, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return

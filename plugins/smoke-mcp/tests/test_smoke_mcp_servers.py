@@ -496,6 +496,7 @@ def test_cli_list_and_tools(tmp_path: Path) -> None:
     assert rows["fromrepo"]["origin"] == "repository"
 
     checked = runner.invoke(cli, ["mcp", "list", "-w", str(tmp_path), "--check", "--json"])
+    assert checked.exit_code == 1, checked.output  # "remote" failed
     status = {r["name"]: r["status"] for r in json.loads(checked.stdout)}
     assert status["t"] == "ok (11 tools)" and status["remote"].startswith("failed:")
     # --check does not run the commands a repository's .mcp.json names
@@ -514,6 +515,90 @@ def test_cli_list_and_tools(tmp_path: Path) -> None:
 
     missing = runner.invoke(cli, ["mcp", "tools", "nope", "-w", str(tmp_path)])
     assert missing.exit_code != 0 and "no MCP server named 'nope'" in missing.output
+
+
+def _smoke_mcp_list(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real `smoke mcp list` in a subprocess, with this test's isolated settings."""
+    env = {**os.environ, "SMOKE_LOAD_PLUGINS": "mcp", "COLUMNS": "250", "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "smoke_core.cli", "mcp", "list", "-w", str(workspace), *args],
+                          cwd=workspace, env=env, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    return proc
+
+
+def _user_servers(tmp_path: Path, servers: dict[str, Any]) -> None:
+    user_config = tmp_path / "xdg" / "smoke" / "config.yaml"
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text(json.dumps({"mcp_servers": servers}))
+
+
+@pytest.mark.slow
+def test_cli_list_exits_1_on_a_broken_mcp_json_and_still_prints_the_listing(tmp_path: Path) -> None:
+    _user_servers(tmp_path, {"mine": _test_server()})
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".mcp.json").write_text('{"mcpServers": {')
+
+    listed = _smoke_mcp_list(ws, "--json")
+    assert listed.returncode == 1, listed.stdout + listed.stderr
+    assert f"warning: {ws / '.mcp.json'} is not valid JSON" in listed.stderr
+    assert [r["name"] for r in json.loads(listed.stdout)] == ["mine"]  # the valid servers, listed in full
+
+    table = _smoke_mcp_list(ws)
+    assert table.returncode == 1, table.stdout + table.stderr
+    assert "is not valid JSON" in table.stderr
+    assert "MCP servers (1)" in table.stdout and "mine" in table.stdout
+
+    # an invalid entry in a valid file is a problem too; the other entries are still listed
+    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"bad": {"args": ["x"]}, "good": _test_server()}}))
+    entry = _smoke_mcp_list(ws, "--json")
+    assert entry.returncode == 1, entry.stdout + entry.stderr
+    assert "warning:" in entry.stderr and "'bad'" in entry.stderr
+    assert sorted(r["name"] for r in json.loads(entry.stdout)) == ["good", "mine"]
+
+
+@pytest.mark.slow
+def test_cli_list_exits_0_on_a_valid_configuration(tmp_path: Path) -> None:
+    _user_servers(tmp_path, {"mine": _test_server()})
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    started = tmp_path / "repository-server-started"
+    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {
+        "fromrepo": {"command": sys.executable, "args": ["-c", f"open({str(started)!r}, 'w')"]},
+    }}))
+
+    listed = _smoke_mcp_list(ws, "--json")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert "warning" not in listed.stderr
+    assert sorted(r["name"] for r in json.loads(listed.stdout)) == ["fromrepo", "mine"]
+
+    # --check: "mine" starts; "fromrepo" is not started, and that is not a failure
+    checked = _smoke_mcp_list(ws, "--check", "--json")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    status = {r["name"]: r["status"] for r in json.loads(checked.stdout)}
+    assert status["mine"] == "ok (11 tools)" and status["fromrepo"].startswith("not started")
+    assert not started.exists()
+
+
+@pytest.mark.slow
+def test_cli_list_check_exits_1_when_a_server_fails_to_start(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-such-mcp-server")
+    _user_servers(tmp_path, {"gone": {"command": missing}, "mine": _test_server()})
+    ws = tmp_path / "ws"
+    ws.mkdir()
+
+    # without --check nothing is started: nothing has failed yet
+    assert _smoke_mcp_list(ws, "--json").returncode == 0
+
+    checked = _smoke_mcp_list(ws, "--check", "--json")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    status = {r["name"]: r["status"] for r in json.loads(checked.stdout)}
+    assert status["gone"].startswith("failed:") and "was not found" in status["gone"]
+    assert status["mine"] == "ok (11 tools)"  # every server is still reported
+
+    table = _smoke_mcp_list(ws, "--check")
+    assert table.returncode == 1, table.stdout + table.stderr
+    assert "failed: MCP server 'gone'" in table.stdout and "ok (11 tools)" in table.stdout
 
 
 
