@@ -31,18 +31,24 @@ def smoke_cli(*args: str, env_extra: dict[str, str] | None = None, cwd: Path | N
     )
 
 
+def pip_install_into(site: Path, source: Path) -> None:
+    """pip-install the package at ``source`` as a real distribution (offline)
+    into the folder ``site``, never into the test environment itself."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "-q",
+         "--target", str(site), str(source)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
 @pytest.fixture(scope="module")
 def example_installed(tmp_path_factory):
     """pip-install the docs example as a real distribution (offline) into a folder
     of its own, and return the environment that puts it on the path: the test
     environment itself is never changed (other tests run beside these ones)."""
     site = tmp_path_factory.mktemp("example-site")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "-q",
-         "--target", str(site), str(EXAMPLE)],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
+    pip_install_into(site, EXAMPLE)
     return {"PYTHONPATH": str(site)}
 
 
@@ -296,12 +302,7 @@ def test_one_distribution_with_two_entry_points_loads_both(tmp_path):
             return (yield)
     """))
     site = tmp_path / "site"
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "-q",
-         "--target", str(site), str(src)],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
+    pip_install_into(site, src)
     env = {"PYTHONPATH": str(site), "SMOKE_LOAD_PLUGINS": "smoke-twins", "SMOKE_NO_PLUGIN_CACHE": "1"}
     proc = smoke_cli("plugins", "--json", env_extra=env)
     assert proc.returncode == 0, proc.stderr

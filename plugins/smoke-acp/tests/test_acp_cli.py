@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import pytest
 
@@ -26,11 +27,13 @@ pytestmark = pytest.mark.slow
 INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
 
 
-def smoke_acp(cwd: Path, *args: str, stdin: str = "", env: dict[str, str] | None = None,
+def smoke_acp(cwd: Path, *args: str, stdin: str | BinaryIO = "", env: dict[str, str] | None = None,
               ) -> subprocess.CompletedProcess[str]:
+    """The real ``smoke acp``; ``stdin`` is text written to a pipe, or an open file to read from."""
     full_env = {**os.environ, "SMOKE_LOAD_PLUGINS": "acp", "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "smoke_core.cli", "acp", *args], input=stdin, cwd=cwd,
-                          env=full_env, capture_output=True, text=True, timeout=60)
+    feed: dict[str, Any] = {"input": stdin} if isinstance(stdin, str) else {"stdin": stdin}
+    return subprocess.run([sys.executable, "-m", "smoke_core.cli", "acp", *args], cwd=cwd,
+                          env=full_env, capture_output=True, text=True, timeout=60, **feed)
 
 
 def test_an_unknown_provider_flag_is_refused_before_serving(tmp_path: Path) -> None:
@@ -78,9 +81,7 @@ def test_a_known_provider_or_a_settings_problem_starts_serving(
 def test_stdin_from_dev_null_ends_the_agent(tmp_path: Path) -> None:
     """/dev/null is no pipe and epoll refuses it: read from a thread, the end of
     input is seen and the agent exits (it used to wait for ever)."""
-    env = {**os.environ, "SMOKE_LOAD_PLUGINS": "acp", "PYTHONDONTWRITEBYTECODE": "1"}
     with open(os.devnull, "rb") as devnull:
-        done = subprocess.run([sys.executable, "-m", "smoke_core.cli", "acp", "--provider", "demo"], stdin=devnull,
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        done = smoke_acp(tmp_path, "--provider", "demo", stdin=devnull)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "" and "Traceback" not in done.stderr

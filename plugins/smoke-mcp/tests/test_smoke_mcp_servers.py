@@ -34,6 +34,13 @@ def _test_server(*args: str, **extra: Any) -> dict[str, Any]:
     return {"command": sys.executable, "args": [TEST_SERVER, *args], **extra}
 
 
+def _user_servers(tmp_path: Path, servers: dict[str, Any]) -> None:
+    """``mcp_servers`` in the user's own settings (under the XDG_CONFIG_HOME set above)."""
+    user_config = tmp_path / "xdg" / "smoke" / "config.yaml"
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text(json.dumps({"mcp_servers": servers}))
+
+
 def _need_module(name: str) -> None:
     import importlib.util
 
@@ -471,11 +478,9 @@ def test_cli_list_and_tools(tmp_path: Path) -> None:
     import click
     from click.testing import CliRunner
 
-    user_config = tmp_path / "xdg" / "smoke" / "config.yaml"
-    user_config.parent.mkdir(parents=True)
-    user_config.write_text(json.dumps({"mcp_servers": {
+    _user_servers(tmp_path, {
         "t": _test_server(), "remote": {"type": "http", "url": "http://127.0.0.1:9/mcp", "connect_timeout": 5},
-    }}))
+    })
     started = tmp_path / "repository-server-started"
     (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {
         "fromrepo": {"command": sys.executable, "args": ["-c", f"open({str(started)!r}, 'w')"]},
@@ -524,12 +529,6 @@ def _smoke_mcp_list(workspace: Path, *args: str) -> subprocess.CompletedProcess[
                           cwd=workspace, env=env, capture_output=True, text=True, timeout=120)
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
     return proc
-
-
-def _user_servers(tmp_path: Path, servers: dict[str, Any]) -> None:
-    user_config = tmp_path / "xdg" / "smoke" / "config.yaml"
-    user_config.parent.mkdir(parents=True, exist_ok=True)
-    user_config.write_text(json.dumps({"mcp_servers": servers}))
 
 
 @pytest.mark.slow
@@ -768,10 +767,7 @@ async def test_the_users_own_config_can_trust_a_repository_server(tmp_path: Path
     (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {
         "same": _test_server(), "changed": _test_server("stdio"),
     }}))
-    user = tmp_path / "xdg" / "smoke" / "config.yaml"
-    user.parent.mkdir(parents=True)
-    user.write_text(json.dumps({"mcp_servers": {"same": _test_server(trusted=True),
-                                                "changed": _test_server(trusted=True)}}))
+    _user_servers(tmp_path, {"same": _test_server(trusted=True), "changed": _test_server(trusted=True)})
     agent, _ = _agent(tmp_path, ["ok"], None, trust_workspace=False)
     rec = Recorder(agent, {"mcp_server:changed": "deny"})
     async with agent:
