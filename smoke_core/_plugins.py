@@ -70,10 +70,9 @@ def _allowed() -> set[str] | None:
 def _cache_file(key: str) -> Path:
     import zlib  # built in; hashlib would cost more than the cache saves
 
-    base = os.environ.get("SMOKE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "smoke"
-    )
-    return Path(base) / f"entry-points-{zlib.crc32(key.encode()):08x}.json"
+    from ._cache import cache_dir
+
+    return cache_dir() / f"entry-points-{zlib.crc32(key.encode()):08x}.json"
 
 
 def _path_stamps() -> list[list[Any]]:
@@ -124,13 +123,9 @@ def _entry_point_records() -> list[dict[str, Any]]:
         for ep in entry_points(group=ENTRY_POINT_GROUP)
     ]
     if use_cache:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"key": key, "stamps": stamps, "records": records}), encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError:  # a read-only home is fine: no cache
-            pass
+        from ._cache import write_cache_file
+
+        write_cache_file(path, json.dumps({"key": key, "stamps": stamps, "records": records}))
     return records
 
 

@@ -137,8 +137,8 @@ class ToolExecutor:
         else:  # what _repeated_failure does for a success
             state.last_failure, state.same_failures = None, 0
         await self._finish(call_id, name, tool_input, result, t0, blocked, error, presentation)
-        if tool is not None:
-            self.track(tool, result, kind)
+        if kind is not None:  # no tool, or one that declares no kind: nothing to track
+            self.track(result, kind)
         return {"type": "tool_result", "tool_call_id": call_id, "content": result.content, "is_error": result.is_error}
 
     def presentation(self, tool: ToolDefinition | None, name: str) -> dict[str, Any]:
@@ -427,14 +427,9 @@ class ToolExecutor:
             return result.model_copy(update={"content": [*result.content, {"type": "text", "text": note}]})
         return result
 
-    def track(self, tool: ToolDefinition | None, result: ToolResult, kind: str | None = None) -> None:
-        """Guards and phases, from what a tool call did (by its declared kind;
-        ``kind``, when given, is ``tool.kind`` already read)."""
-        if tool is None:
-            return
+    def track(self, result: ToolResult, kind: str) -> None:
+        """Guards and phases, from what a tool call did (by its tool's declared ``kind``)."""
         state = self.state
-        if kind is None:
-            kind = tool.kind
         if kind in ("edit", "delete", "move"):
             if not result.is_error:
                 state.edited = True

@@ -173,7 +173,7 @@ class ToolResult(BaseModel):
 
 _new_result = object.__new__
 _set = object.__setattr__
-_RESULT_FIELDS = ("content", "is_error", "data", "presentation")
+_RESULT_FIELDS = tuple(ToolResult.model_fields)  # what the fast path of ToolResult.text sets
 
 
 ExecuteFn = Callable[[dict[str, Any], "ToolContext"], "ToolResult | Awaitable[ToolResult] | str | Awaitable[str]"]

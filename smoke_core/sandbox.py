@@ -376,12 +376,12 @@ def status(*, fresh: bool = False) -> SandboxStatus:
     with _probe_lock:
         cached = None if fresh else _probes.get(bwrap)
         if cached is None:
-            key = None if fresh else _probe_key(bwrap)
-            cached = _remembered(key) if key is not None else None
+            key = _probe_key(bwrap)
+            cached = _remembered(key) if key is not None and not fresh else None
             if cached is None:
                 cached = _probe(bwrap)
                 if cached.works:
-                    _remember(_probe_key(bwrap), cached)
+                    _remember(key, cached)
             _probes[bwrap] = cached
     return cached
 
@@ -391,10 +391,9 @@ PROBE_MEMORY_S = 24 * 3600
 
 
 def _probe_file() -> Path:
-    base = os.environ.get("SMOKE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "smoke"
-    )
-    return Path(base) / "sandbox-probe.json"
+    from ._cache import cache_dir
+
+    return cache_dir() / "sandbox-probe.json"
 
 
 def _probe_key(bwrap: str) -> str | None:
@@ -434,14 +433,10 @@ def _remember(key: str | None, st: SandboxStatus) -> None:
 
     if key is None:
         return
-    path = _probe_file()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "at": time.time(), "status": st.to_dict()}), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:  # a read-only home: no memory, a probe per process
-        pass
+    from ._cache import write_cache_file
+
+    # a read-only home: no memory, a probe per process
+    write_cache_file(_probe_file(), json.dumps({"key": key, "at": time.time(), "status": st.to_dict()}))
 
 
 def available() -> bool:
