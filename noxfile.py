@@ -47,9 +47,12 @@ nox.options.default_venv_backend = "uv|virtualenv"
 TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "pytest-xdist>=3.6", "setuptools>=70.1", "hatchling>=1.27", "pip"]
 BUILD_DEPS = ["build>=1.2", "hatchling>=1.27", "twine>=6.1", "pip"]
 #: sessions whose tests take long enough that a worker per core pays for its start (~1-2 s):
-#: measured back to back on the 2-core CI machine, smoke-mcp 83 -> 55 s, `tests` 110 -> 87 s
-PARALLEL = {"core", "all", "plugin-smoke-acp", "plugin-smoke-mcp", "plugin-smoke-provider-openai",
-            "plugin-smoke-tools-terminal", "plugin-smoke-ui"}
+#: measured back to back on the 2-core CI machine, smoke-mcp 83 -> 55 s, `tests` 110 -> 87 s.
+#: Tests are handed out one by one (`--dist loadgroup`); a module whose fixture is costly
+#: (a PostgreSQL server, a Ray cluster, Chromium) keeps to one worker with `xdist_group`.
+PARALLEL = {"core", "all", "build", "plugin-smoke-acp", "plugin-smoke-mcp", "plugin-smoke-otel",
+            "plugin-smoke-provider-anthropic", "plugin-smoke-provider-openai", "plugin-smoke-tools-filesystem",
+            "plugin-smoke-tools-search", "plugin-smoke-tools-terminal", "plugin-smoke-ui"}
 DOCS_DEPS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10", "mkdocstrings[python]>=0.26"]
 
 
@@ -64,12 +67,21 @@ def _env() -> dict[str, str]:
 def _pytest(session: nox.Session, name: str, *paths: str, env: dict[str, str] | None = None) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     # SMOKE_TEST_WORKERS=0 runs a session's tests in one process (as does `nox -s core -- -n 0`)
-    workers = ["-n", os.environ.get("SMOKE_TEST_WORKERS", "auto"), "--dist", "loadfile"] if name in PARALLEL else []
+    workers = ["-n", os.environ.get("SMOKE_TEST_WORKERS", "auto"), "--dist", "loadgroup"] if name in PARALLEL else []
     session.run(
         "python", "-m", "pytest", "-p", "no:cacheprovider", "-p", "smoke_pytest_rules", "--import-mode=importlib",
         *workers, f"--junitxml={ARTIFACTS / f'junit-{name}.xml'}", "-q", *paths, *session.posargs,
         env={**_env(), **(env or {})},
     )
+
+
+def _install(session: nox.Session, *args: str, bytecode: bool = True) -> None:
+    """Install into the session; with uv, compiled to bytecode as pip does.
+    The tests run with PYTHONDONTWRITEBYTECODE (no __pycache__ in the tree), so
+    without it every Python they start (each `smoke` command, each MCP server)
+    compiled pydantic, click, httpx... from source again: `smoke tools` took 1.1 s
+    of CPU instead of 0.45 s. Sessions that start few Pythons skip it."""
+    session.install("-q", *args, env={"UV_COMPILE_BYTECODE": "1" if bytecode else None})
 
 
 def _sibling_plugins(name: str) -> list[str]:
@@ -91,7 +103,7 @@ def _plugin_install_spec(name: str) -> str:
 @nox.session
 def core(session: nox.Session) -> None:
     """Core alone: no plugin installed; proves core stands on its own."""
-    session.install("-q", ".", *TEST_DEPS)
+    _install(session, ".", *TEST_DEPS)
     _pytest(session, "core", "tests", "-m", "not integration and not index")
 
 
@@ -99,7 +111,7 @@ def core(session: nox.Session) -> None:
 @nox.parametrize("name", PLUGINS, ids=PLUGINS)
 def plugin(session: nox.Session, name: str) -> None:
     """Core plus one plugin (and the sibling plugins it declares): an undeclared dependency fails here."""
-    session.install("-q", ".", *_sibling_plugins(name), _plugin_install_spec(name), *TEST_DEPS)
+    _install(session, ".", *_sibling_plugins(name), _plugin_install_spec(name), *TEST_DEPS)
     _pytest(session, f"plugin-{name}", f"plugins/{name}/tests", "-m", "not integration")
 
 
@@ -108,20 +120,47 @@ def tests(session: nox.Session) -> None:
     """Everything installed together: the tests that need several plugins
     (end-to-end runs, the CLI with the tool plugins, the tool reference),
     in core's tests and in a plugin's own tests (which skip them alone)."""
-    session.install("-q", ".", *[_plugin_install_spec(n) for n in PLUGINS], *TEST_DEPS)
+    _install(session, ".", *[_plugin_install_spec(n) for n in PLUGINS], *TEST_DEPS)
     _pytest(session, "all", "tests", *[f"plugins/{n}/tests" for n in PLUGINS], "-m", "integration")
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over everything; mypy over core (strict) and every plugin."""
-    session.install("-q", ".", *[f"./plugins/{n}" for n in PLUGINS], "ruff", "mypy", "types-PyYAML", "pillow")
+    """ruff over everything; mypy over core (strict) and every plugin (the two
+    mypy runs side by side, each with its own cache)."""
+    _install(session, ".", *[f"./plugins/{n}" for n in PLUGINS], "ruff", "mypy", "types-PyYAML", "pillow",
+             bytecode=False)
     session.run("ruff", "check", "smoke_core", "plugins", "tests", "bench", "noxfile.py", "mkdocs_hooks.py", "conftest.py",
                 "smoke_pytest_rules.py")
-    session.run("mypy", "smoke_core")
     packages = [str(next((ROOT / "plugins" / n).glob("smoke_*/__init__.py")).parent.relative_to(ROOT))
                 for n in PLUGINS]
-    session.run("mypy", *packages)
+    _side_by_side(session, [["mypy", "--cache-dir", ".mypy_cache/core", "smoke_core"],
+                            ["mypy", "--cache-dir", ".mypy_cache/plugins", *packages]])
+
+
+def _side_by_side(session: nox.Session, commands: list[list[str]], *, silent: bool = False) -> None:
+    """Run the session's ``commands`` as many at a time as there are cores;
+    print each one's output after it ends (``silent``: only a failed one's),
+    and fail the session, naming them, if any failed."""
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    env = {**os.environ, "PATH": f"{session.bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+    def run(command: list[str]) -> tuple[list[str], subprocess.CompletedProcess[str]]:
+        return command, subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       text=True, check=False)
+
+    failed = []
+    with ThreadPoolExecutor(max_workers=min(len(commands), os.cpu_count() or 1)) as pool:
+        for command, proc in pool.map(run, commands):
+            session.log(" ".join(command))
+            if proc.returncode or not silent:
+                print(proc.stdout, end="", flush=True)
+            if proc.returncode:
+                failed.append(f"`{' '.join(command)}` exited {proc.returncode}")
+    if failed:
+        session.error("; ".join(failed))
 
 
 @nox.session
@@ -149,10 +188,11 @@ def build(session: nox.Session) -> None:
     127.0.0.1, `pip install smoke-tools-git` / `smoke-harness` / the tutorial's
     plugin in fresh virtualenvs, third-party dependencies from build/wheelhouse
     (built here first), so the tests reach nothing but 127.0.0.1."""
-    session.install("-q", *BUILD_DEPS)
+    _install(session, *BUILD_DEPS, bytecode=False)
     shutil.rmtree(DIST, ignore_errors=True)
-    for folder in [".", *[f"plugins/{n}" for n in PLUGINS], *[f"packages/{n}" for n in PACKAGES]]:
-        session.run("python", "-m", "build", "--no-isolation", "-q", "--outdir", str(DIST), folder, silent=True)
+    folders = [".", *[f"plugins/{n}" for n in PLUGINS], *[f"packages/{n}" for n in PACKAGES]]
+    _side_by_side(session, [["python", "-m", "build", "--no-isolation", "-q", "--outdir", str(DIST), f] for f in folders],
+                  silent=True)
     built = sorted(str(p) for p in DIST.iterdir())
     session.log(f"{len(built)} files in dist/")
     session.run("twine", "check", "--strict", *built)
@@ -161,7 +201,7 @@ def build(session: nox.Session) -> None:
     shutil.rmtree(WHEELHOUSE, ignore_errors=True)
     session.run("python", "-m", "pip", "wheel", "-q", "--wheel-dir", str(WHEELHOUSE), "--find-links", str(DIST),
                 *[p for p in built if p.endswith(".whl")], silent=True)
-    session.install("-q", ".", *TEST_DEPS)
+    _install(session, ".", *TEST_DEPS, bytecode=False)
     _pytest(session, "build", "tests/test_distribution.py", "-m", "index",
             env={"SMOKE_DIST_DIR": str(DIST), "SMOKE_DIST_DEPS": str(WHEELHOUSE)})
 
@@ -170,5 +210,5 @@ def build(session: nox.Session) -> None:
 def docs(session: nox.Session) -> None:
     """The documentation site: MkDocs in strict mode (a broken internal link or
     a docstring the API reference cannot read fails), into build/site/."""
-    session.install("-q", ".", *DOCS_DEPS)
+    _install(session, ".", *DOCS_DEPS, bytecode=False)
     session.run("mkdocs", "build", "--strict", "--site-dir", str(SITE), env={**_env(), "NO_MKDOCS_2_WARNING": "1"})

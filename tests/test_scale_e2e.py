@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# one xdist worker takes the whole module: its PostgreSQL server and Ray cluster start once
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("scale-e2e")]
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("smoke_ray")

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# one xdist worker takes the whole module: the Ray cluster starts once
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray-cluster")]
 
 ray = pytest.importorskip("ray")
 

@@ -18,7 +18,8 @@ from smoke_core import AgentErrorInfo, ToolContext, ToolPresentation, ToolResult
 from smoke_core.plugin import MemoryStore
 from smoke_core.testing import ScriptedProvider
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# one xdist worker takes the whole module: Chromium starts once
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
 CHROMIUM = os.environ.get("SMOKE_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("SMOKE_TEST_ARTIFACTS") or Path(__file__).resolve().parents[3] / "test-artifacts")
