@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-# one xdist worker takes the whole module: its PostgreSQL server and Ray cluster start once
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("scale-e2e")]
+# one xdist worker takes the whole module (its PostgreSQL server and Ray cluster start once), the same
+# worker as smoke-ray's tests when a run has both: one local Ray cluster at a time on the machine
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("ray-cluster")]
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("smoke_ray")

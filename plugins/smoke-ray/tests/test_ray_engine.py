@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-# one xdist worker takes the whole module: the Ray cluster starts once
+# one xdist worker takes the whole module (the Ray cluster starts once), the same worker as
+# tests/test_scale_e2e.py when a run has both: one local Ray cluster at a time on the machine
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray-cluster")]
 
 ray = pytest.importorskip("ray")
