@@ -5,6 +5,13 @@ folders — which are not pages of the site. Such a link becomes a link to the
 file in the repository, and only after checking that the file exists, so
 strict mode still fails on every broken link; links between pages are
 checked by MkDocs itself.
+
+The API reference is rendered from docstrings written with Sphinx's
+cross-reference roles (:class:`~smoke_core.Agent`, :meth:`run`); Markdown
+would show them as typed. Each becomes code that reads as Sphinx shows it
+(the last part of a ``~`` name, ``()`` after a function), linked to the
+object's entry where the site documents it (mkdocs-autorefs resolves the
+reference; an object the site does not document stays plain code).
 """
 
 from __future__ import annotations
@@ -13,11 +20,40 @@ import re
 from pathlib import Path
 from typing import Any
 
-from mkdocs.exceptions import PluginError
-
 ROOT = Path(__file__).resolve().parent
 _LINK = re.compile(r"(\]\()([^)\s#]+)((?:#[^)\s]*)?\))")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+#: a Sphinx role as Markdown renders it: :class:`~a.B` -> :class:<code>~a.B</code>
+_ROLE = re.compile(r":(?:py:)?(class|func|meth|attr|mod|data|exc|obj|const):<code>(~?)([A-Za-z_][\w.]*)(\(\))?</code>")
+_LEFT = re.compile(r":(?:py:)?[a-z]+:<code>")
+
+
+def _role(match: re.Match[str]) -> str:
+    role, tilde, name, parens = match.groups()
+    shown = name.rsplit(".", 1)[-1] if tilde else name
+    if parens or role in ("func", "meth"):
+        shown += "()"
+    return f'<autoref identifier="{name}" optional><code>{shown}</code></autoref>'
+
+
+def rewrite_roles(html: str) -> str:
+    """The page's Sphinx roles as code (linked by autorefs where it can);
+    ValueError naming a role this does not know, rather than show it raw."""
+    html = _ROLE.sub(_role, html)
+    left = _LEFT.search(html)
+    if left:
+        raise ValueError(f"a Sphinx role the site would show as typed: {html[left.start():left.start() + 80]!r} "
+                         "(mkdocs_hooks.py: _ROLE)")
+    return html
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    try:
+        return rewrite_roles(html)
+    except ValueError as exc:
+        from mkdocs.exceptions import PluginError
+
+        raise PluginError(f"{page.file.src_uri}: {exc}") from None
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
@@ -32,6 +68,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         resolved = (page_dir / target).resolve()
         if resolved.is_relative_to(docs) and not resolved.is_dir():
             return match.group(0)  # a page or a file of the site: MkDocs checks it
+        from mkdocs.exceptions import PluginError
+
         if not resolved.exists():
             raise PluginError(f"{page.file.src_uri}: the link {target} points to nothing in the repository")
         if not resolved.is_relative_to(ROOT):

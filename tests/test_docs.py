@@ -105,3 +105,33 @@ def test_every_page_is_in_the_site_navigation():
     pages = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")}
     assert not pages - nav, f"pages missing from nav in mkdocs.yml: {sorted(pages - nav)}"
     assert not nav - pages, f"mkdocs.yml nav names pages that do not exist: {sorted(nav - pages)}"
+
+
+def _mkdocs_hooks():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mkdocs_hooks", ROOT / "mkdocs_hooks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_sphinx_roles_in_docstrings_read_as_code_on_the_site():
+    """The API reference renders docstrings written with Sphinx roles; the site's
+    hook shows them as Sphinx would (not `:class:` typed out), linked where
+    the site documents the object."""
+    hooks = _mkdocs_hooks()
+    html = ("<p>Raises :class:<code>~smoke_core.settings.SettingsError</code>; see :meth:<code>run</code>, "
+            ":func:<code>create_agent()</code> and :class:<code>Agent</code> in :mod:<code>smoke_core</code>.</p>")
+    out = hooks.rewrite_roles(html)
+    assert out == (
+        '<p>Raises <autoref identifier="smoke_core.settings.SettingsError" optional><code>SettingsError</code>'
+        '</autoref>; see <autoref identifier="run" optional><code>run()</code></autoref>, '
+        '<autoref identifier="create_agent" optional><code>create_agent()</code></autoref> and '
+        '<autoref identifier="Agent" optional><code>Agent</code></autoref> in '
+        '<autoref identifier="smoke_core" optional><code>smoke_core</code></autoref>.</p>'
+    )
+    assert hooks.rewrite_roles("<p>no roles: a:<code>b</code></p>") == "<p>no roles: a:<code>b</code></p>"
+    with pytest.raises(ValueError, match=r"Sphinx role the site would show as typed: ':envvar:<code>"):
+        hooks.rewrite_roles("<p>set :envvar:<code>SMOKE_HOME</code></p>")
