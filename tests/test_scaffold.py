@@ -158,6 +158,43 @@ def peek() -> str:
     return "ok"
 
 
+@tool(read_only=True)
+async def choose(ctx=None) -> str:
+    """Asks the person to choose."""
+    answer = await ctx.ask_user("Which one?", options=["left", "right"])
+    assert answer == "left", answer
+    return f"chose {answer}"
+
+
+@tool(read_only=True)
+def wrap_up(ctx=None) -> str:
+    """Ends the run."""
+    ctx.finish("all done")
+    return "finishing"
+
+
+@tool(read_only=True)
+async def wait_forever() -> str:
+    """Waits for something nobody gives."""
+    import asyncio
+
+    await asyncio.Event().wait()
+    return "never"
+
+
+class Asking:
+    @hookimpl
+    def register_tools(self, register):
+        register(choose)
+        register(wrap_up)
+
+
+class Hanging:
+    @hookimpl
+    def register_tools(self, register):
+        register(wait_forever)
+
+
 class Lying:
     @hookimpl
     def register_tools(self, register):
@@ -181,6 +218,17 @@ class TestLying(ToolContract):
 class TestFromTheFuture(ToolContract):
     plugin = FromTheFuture()
     sample_inputs = {}
+
+
+class TestAsking(ToolContract):
+    plugin = Asking()
+    sample_inputs = {"choose": {}, "wrap_up": {}}
+
+
+class TestHanging(ToolContract):
+    plugin = Hanging()
+    sample_inputs = {"wait_forever": {}}
+    run_timeout = 1
 '''
 
 
@@ -204,6 +252,11 @@ def test_tool_contract_fails_plugins_that_break_it(tmp_path: Path) -> None:
     assert outcome["TestLying::test_input_schemas_are_json_schema_objects"] == "passed"
     assert outcome["TestFromTheFuture::test_plugin_is_accepted_by_this_core"] == "failed"
     assert outcome["TestFromTheFuture::test_every_tool_has_a_sample_input_that_fits_its_schema"] == "failed"
+    # a tool that asks gets the first option, one that ends the run ends it; one that waits forever fails
+    assert outcome["TestAsking::test_every_tool_runs_on_its_sample"] == "passed"
+    assert outcome["TestAsking::test_read_only_tools_leave_the_workspace_unchanged"] == "passed"
+    assert outcome["TestHanging::test_every_tool_runs_on_its_sample"] == "failed"
+    assert "took over 1 s: a tool waits for something the test never gives" in proc.stdout
     assert "changed the workspace" in proc.stdout and "touched.txt" in proc.stdout
     assert "needs Smoke's plugin API >=2.0" in proc.stdout
     assert "add sample_inputs for ['peek']" in proc.stdout

@@ -20,7 +20,13 @@ this core (hooks, plugin API version), it registers tools whose names and
 JSON Schemas every provider accepts, each tool runs on its sample through the
 whole pipeline (validation, hooks, the permission gate) and returns
 well-formed content, and a tool declaring ``read_only_hint`` leaves the
-workspace as it found it.
+workspace as it found it. A question a tool asks (``ctx.ask_user``) is
+answered as a person would (:attr:`ToolContract.answer`, or the first option
+offered); a tool that ends the run (``ctx.finish``) may; a run of the samples
+that takes over :attr:`ToolContract.run_timeout` seconds fails.
+
+Every first-party tool plugin (filesystem, search, terminal, git, agent,
+skills) passes it in its own tests.
 
 The class name has no ``Test`` prefix, so pytest collects it only through
 subclasses. The tests use pytest's ``tmp_path`` and ``monkeypatch`` fixtures.
@@ -46,6 +52,12 @@ class ToolContract:
     plugin: Any = None
     #: tool name -> an input that should succeed; every tool needs one
     sample_inputs: dict[str, dict[str, Any]] = {}
+    #: what a person answers when a tool asks (``ctx.ask_user``): the first
+    #: option offered, else this text
+    answer: str = "yes"
+    #: seconds one run of the samples may take before the test fails (a tool
+    #: waiting for something that never comes fails instead of hanging)
+    run_timeout: float = 60.0
 
     def prepare_workspace(self, root: Path) -> None:
         """Create the files the samples need in the (empty) workspace ``root``."""
@@ -77,18 +89,40 @@ class ToolContract:
         return dict(agent.tools)
 
     def _run_samples(self, root: Path, names: list[str]) -> dict[str, dict[str, Any]]:
-        """Call ``names`` with their samples in one model turn; the tool result each call got."""
+        """Call ``names`` with their samples in one model turn; the tool result each call got.
+        A question a tool asks gets :attr:`answer` (or its first option), as a
+        person would give it; a tool that ends the run (``ctx.finish``) ends it."""
+        import asyncio
+
         calls: list[dict[str, Any]] = [
             {"id": f"contract_{i}", "name": n, "input": self.sample_inputs[n]} for i, n in enumerate(names)
         ]
-        agent, provider = self._agent(root, [{"tool_calls": calls}, "done"])
-        result = agent.run_sync("Call each tool once (ToolContract).")
+        agent, _ = self._agent(root, [{"tool_calls": calls}, "done"])
+
+        def answer(event: Any) -> None:
+            options = event.data.get("options") or []
+            agent.respond(event.data["tool_call_id"], str(options[0]) if options else self.answer)
+
+        agent.on("ask_user.required", answer)
+
+        async def run() -> Any:
+            try:
+                return await asyncio.wait_for(agent.run("Call each tool once (ToolContract)."), self.run_timeout)
+            except TimeoutError:
+                raise AssertionError(
+                    f"calling {names} with their samples took over {self.run_timeout:g} s: a tool waits for "
+                    "something the test never gives (raise run_timeout if it is only slow)"
+                ) from None
+
+        result = asyncio.run(run())
         assert result.status == "completed", f"the run ended {result.status}: {result.error}"
         results: dict[str, dict[str, Any]] = {}
-        for message in provider.requests[1].messages:
+        for message in result.messages:
             for block in message.get("content") or []:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
                     results[block["tool_call_id"]] = block
+        missing = [str(c["name"]) for c in calls if str(c["id"]) not in results]
+        assert not missing, f"no tool result for {missing} in the run's messages"
         return {str(c["name"]): results[str(c["id"])] for c in calls}
 
     # ------------------------------------------------------------ the contract
