@@ -495,15 +495,24 @@ def _plugin_detail(exc: ValidationError) -> str:
     parts: list[str] = []
     for err in exc.errors(include_url=False):
         loc = [str(p) for p in err["loc"] if isinstance(p, int) or not _TYPE_TAG.search(str(p))]
-        msg = err["msg"][:1].lower() + err["msg"][1:]
+        msg = _CLASS_REPR.sub(r"\1", err["msg"][:1].lower() + err["msg"][1:])
         parts.append(f"{'.'.join(loc)}: {msg}" if loc else msg)
     return "; ".join(dict.fromkeys(parts))
 
 
+#: ``<class 'pathlib.Path'>`` in pydantic's messages: the class's own name
+_CLASS_REPR = re.compile(r"<class '(?:\w+\.)*(\w+)'>")
+#: a quoted literal (kept), or the modules in front of a name (dropped)
+_QUALIFIED = re.compile(r"""('[^']*'|"[^"]*")|\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_])""")
+
+
 def _type_name(type_: Any) -> str:
+    """A declared type as a person reads it: ``dict[str, MCPServerEntry] | None``,
+    not ``dict[str, smoke_mcp._settings.MCPServerEntry] | NoneType``."""
     if isinstance(type_, type) and not getattr(type_, "__args__", None):
         return type_.__name__
-    return re.sub(r"\b(typing|pathlib|builtins|collections\.abc)\.", "", str(type_))
+    text = _CLASS_REPR.sub(r"\1", str(type_))
+    return _QUALIFIED.sub(lambda m: m.group(1) or "", text)
 
 
 def _file_where(path: str | os.PathLike[str]) -> Callable[[str], str]:

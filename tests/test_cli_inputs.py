@@ -104,7 +104,7 @@ BAD_INPUTS = [
      "unknown setting 'mcp_servers'"),
     # ... and the plugin's own typed setting when it is (integration: only there is the plugin installed)
     ("run-skills-dir-7", ["run", "x"], _user_config("skills_dir: 7\n"),
-     "skills_dir: expected", NEEDS_SKILLS),
+     "skills_dir: expected Path | list[Path] | None (declared", NEEDS_SKILLS),
     ("tools-skills-dir-7", ["tools"], _user_config("skills_dir: 7\n"),
      "(declared by plugin smoke-skills:skills), got 7", NEEDS_SKILLS),
     ("chat-workspace-skills-dir-7", ["chat"], _config("skills_dir: 7\n"),
@@ -112,7 +112,7 @@ BAD_INPUTS = [
     ("tools-mcp-servers-5", ["tools"], _user_config("mcp_servers: 5\n"),
      "(declared by plugin smoke-mcp:mcp), got 5", NEEDS_MCP),
     ("run-mcp-servers-5", ["run", "x"], _user_config("mcp_servers: 5\n"),
-     "mcp_servers: expected", NEEDS_MCP),
+     "mcp_servers: expected dict[str, MCPServerEntry] | MCPJsonDocument (declared", NEEDS_MCP),
     ("run-workspace-mcp-servers-x-5", ["run", "x"], _config("mcp_servers: {x: 5}\n"),
      "(declared by plugin smoke-mcp:mcp), got {'x': 5}", NEEDS_MCP),
     ("run-broken-yaml", ["run", "x"], BROKEN_YAML, "not valid YAML"),

@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from smoke_core import create_agent, hookimpl
 from smoke_core.plugin import ConfigError, resolve_agent_settings
@@ -384,6 +385,30 @@ def test_plugin_key_of_wrong_type_names_file_key_type_and_plugin(workspace):
     assert "NotesPlugin" in message
     with pytest.raises(SettingsError, match="notes_server"):
         agent_for(workspace, plugins=[NotesPlugin()], setting_sources=(), notes_server=["not", "a", "dict"])
+
+
+class _Entry(BaseModel):
+    url: str
+
+
+_Entry.__module__ = "smoke_notes._private_settings"  # as a plugin's own model reads
+
+
+class TypedNotesPlugin:
+    @hookimpl
+    def register_settings(self, register):
+        register("notes_servers", dict[str, _Entry] | None, description="servers")
+        register("notes_paths", Path | list[Path] | None, description="folders")
+
+
+def test_a_plugin_key_type_error_reads_as_types_not_module_paths(workspace):
+    write(user_settings_path(), "notes_servers: 5\nnotes_paths: 7\n")
+    with pytest.raises(SettingsError) as info:
+        agent_for(workspace, plugins=[TypedNotesPlugin()])
+    message = str(info.value)
+    assert "notes_servers: expected dict[str, _Entry] | None (declared by plugin" in message
+    assert "notes_paths: expected Path | list[Path] | None (declared by plugin" in message
+    assert "smoke_notes" not in message and "pathlib" not in message and "<class" not in message, message
 
 
 def test_untrusted_folder_may_set_only_harmless_plugin_keys(workspace, caplog):
