@@ -9,9 +9,10 @@ checked by MkDocs itself.
 The API reference is rendered from docstrings written with Sphinx's
 cross-reference roles (:class:`~smoke_core.Agent`, :meth:`run`); Markdown
 would show them as typed. Each becomes code that reads as Sphinx shows it
-(the last part of a ``~`` name, ``()`` after a function), linked to the
-object's entry where the site documents it (mkdocs-autorefs resolves the
-reference; an object the site does not document stays plain code).
+(the last part of a ``~`` name, ``()`` after a function). A role that names
+the full path of an object the site documents links to its entry
+(mkdocs-autorefs resolves the reference); a short name (:meth:`run`) or an
+object the site does not document stays plain code.
 """
 
 from __future__ import annotations

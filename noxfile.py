@@ -20,6 +20,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nox
@@ -42,18 +44,21 @@ nox.options.error_on_missing_interpreters = False
 nox.options.default_venv_backend = "uv|virtualenv"
 
 # setuptools and hatchling: the tests build the docs example and a `smoke plugin new` package offline
-# pytest-xdist: the larger sessions run their tests on every core (`-n`, one file per worker);
+# pytest-xdist: the larger sessions run their tests on every core (`-n`, see PARALLEL);
 # pip: tests run `python -m pip` (smoke install, the index tests), and uv's virtualenvs have none
 TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "pytest-xdist>=3.6", "setuptools>=70.1", "hatchling>=1.27", "pip"]
 BUILD_DEPS = ["build>=1.2", "hatchling>=1.27", "twine>=6.1", "pip"]
 #: sessions whose tests take long enough that a worker per core pays for its start (~1-2 s):
 #: measured back to back on the 2-core CI machine, smoke-mcp 83 -> 55 s, `tests` 110 -> 87 s.
-#: Tests are handed out one by one (`--dist loadgroup`); a module whose fixture is costly
-#: (a PostgreSQL server, a Ray cluster, Chromium) keeps to one worker with `xdist_group`.
+#: Tests are handed out one by one (`--dist loadgroup`); a module whose fixture costs more
+#: than its tests gain from two workers (a PostgreSQL server, a Ray cluster, Chromium) keeps
+#: to one worker with `xdist_group`. `build`'s three index tests take ~5 s each and each
+#: worker makes its own local index (~2 s): two workers measured 17 -> 13 s.
 PARALLEL = {"core", "all", "build", "plugin-smoke-acp", "plugin-smoke-mcp", "plugin-smoke-otel",
             "plugin-smoke-provider-anthropic", "plugin-smoke-provider-openai", "plugin-smoke-tools-filesystem",
             "plugin-smoke-tools-search", "plugin-smoke-tools-terminal", "plugin-smoke-ui"}
-DOCS_DEPS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10", "mkdocstrings[python]>=0.26"]
+# mkdocs-autorefs: links the `<autoref>` tags mkdocs_hooks.py writes for Sphinx roles
+DOCS_DEPS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10", "mkdocstrings[python]>=0.26", "mkdocs-autorefs>=1.4"]
 
 
 def _env() -> dict[str, str]:
@@ -82,6 +87,34 @@ def _install(session: nox.Session, *args: str, bytecode: bool = True) -> None:
     compiled pydantic, click, httpx... from source again: `smoke tools` took 1.1 s
     of CPU instead of 0.45 s. Sessions that start few Pythons skip it."""
     session.install("-q", *args, env={"UV_COMPILE_BYTECODE": "1" if bytecode else None})
+
+
+def _side_by_side(session: nox.Session, commands: list[list[str]], *, silent: bool = False) -> None:
+    """Run the session's ``commands`` as many at a time as there are cores;
+    print each one's output after it ends (``silent``: only a failed one's),
+    and fail the session, naming them, if any failed."""
+    if session.run("python", "-c", "", silent=True) is None:
+        return  # `nox --install-only`: like session.run, run nothing
+    env = {**os.environ, "PATH": f"{session.bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+    def run(command: list[str]) -> tuple[list[str], int, str]:
+        try:
+            proc = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True, errors="replace", check=False)
+        except OSError as exc:
+            return command, 127, f"{exc}\n"
+        return command, proc.returncode, proc.stdout
+
+    failed = []
+    with ThreadPoolExecutor(max_workers=min(len(commands), os.cpu_count() or 1)) as pool:
+        for command, status, output in pool.map(run, commands):
+            session.log(" ".join(command))
+            if status or not silent:
+                print(output, end="", flush=True)
+            if status:
+                failed.append(f"`{' '.join(command)}` exited {status}")
+    if failed:
+        session.error("; ".join(failed))
 
 
 def _sibling_plugins(name: str) -> list[str]:
@@ -138,31 +171,6 @@ def lint(session: nox.Session) -> None:
                             ["mypy", "--cache-dir", ".mypy_cache/plugins", *packages]])
 
 
-def _side_by_side(session: nox.Session, commands: list[list[str]], *, silent: bool = False) -> None:
-    """Run the session's ``commands`` as many at a time as there are cores;
-    print each one's output after it ends (``silent``: only a failed one's),
-    and fail the session, naming them, if any failed."""
-    import subprocess
-    from concurrent.futures import ThreadPoolExecutor
-
-    env = {**os.environ, "PATH": f"{session.bin}{os.pathsep}{os.environ.get('PATH', '')}"}
-
-    def run(command: list[str]) -> tuple[list[str], subprocess.CompletedProcess[str]]:
-        return command, subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                       text=True, check=False)
-
-    failed = []
-    with ThreadPoolExecutor(max_workers=min(len(commands), os.cpu_count() or 1)) as pool:
-        for command, proc in pool.map(run, commands):
-            session.log(" ".join(command))
-            if proc.returncode or not silent:
-                print(proc.stdout, end="", flush=True)
-            if proc.returncode:
-                failed.append(f"`{' '.join(command)}` exited {proc.returncode}")
-    if failed:
-        session.error("; ".join(failed))
-
-
 @nox.session
 def demo(session: nox.Session) -> None:
     """Install everything and run the offline demo non-interactively."""
@@ -193,7 +201,7 @@ def build(session: nox.Session) -> None:
     folders = [".", *[f"plugins/{n}" for n in PLUGINS], *[f"packages/{n}" for n in PACKAGES]]
     _side_by_side(session, [["python", "-m", "build", "--no-isolation", "-q", "--outdir", str(DIST), f] for f in folders],
                   silent=True)
-    built = sorted(str(p) for p in DIST.iterdir())
+    built = sorted(str(p) for p in DIST.iterdir()) if DIST.is_dir() else []  # none with --install-only
     session.log(f"{len(built)} files in dist/")
     session.run("twine", "check", "--strict", *built)
     # the third-party dependencies, fetched here as any session's installs are,

@@ -488,6 +488,10 @@ def _validate_layer(
 
 
 _TYPE_TAG = re.compile(r"[\[\](=<>,]|^(str|int|float|bool|bytes|list|dict|set|tuple|none|path|any)$", re.I)
+#: ``<class 'pathlib.Path'>`` in pydantic's messages: the class's own name
+_CLASS_REPR = re.compile(r"<class '(?:\w+\.)*(\w+)'>")
+#: a quoted literal (kept), or the modules in front of a name (dropped)
+_QUALIFIED = re.compile(r"""('[^']*'|"[^"]*")|\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_])""")
 
 
 def _plugin_detail(exc: ValidationError) -> str:
@@ -498,12 +502,6 @@ def _plugin_detail(exc: ValidationError) -> str:
         msg = _CLASS_REPR.sub(r"\1", err["msg"][:1].lower() + err["msg"][1:])
         parts.append(f"{'.'.join(loc)}: {msg}" if loc else msg)
     return "; ".join(dict.fromkeys(parts))
-
-
-#: ``<class 'pathlib.Path'>`` in pydantic's messages: the class's own name
-_CLASS_REPR = re.compile(r"<class '(?:\w+\.)*(\w+)'>")
-#: a quoted literal (kept), or the modules in front of a name (dropped)
-_QUALIFIED = re.compile(r"""('[^']*'|"[^"]*")|\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_])""")
 
 
 def _type_name(type_: Any) -> str:

@@ -135,3 +135,15 @@ def test_sphinx_roles_in_docstrings_read_as_code_on_the_site():
     assert hooks.rewrite_roles("<p>no roles: a:<code>b</code></p>") == "<p>no roles: a:<code>b</code></p>"
     with pytest.raises(ValueError, match=r"Sphinx role the site would show as typed: ':envvar:<code>"):
         hooks.rewrite_roles("<p>set :envvar:<code>SMOKE_HOME</code></p>")
+
+
+def test_the_site_hook_rewrites_roles_on_every_page():
+    """MkDocs calls `on_page_content` with each page's HTML (mkdocs.yml `hooks:`)."""
+    from types import SimpleNamespace
+
+    hooks = _mkdocs_hooks()
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="reference/plugin.md"))
+    out = hooks.on_page_content("<p>:class:<code>~smoke_core.Agent</code></p>", page, {}, None)
+    assert out == '<p><autoref identifier="smoke_core.Agent" optional><code>Agent</code></autoref></p>'
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert "hooks:\n  - mkdocs_hooks.py" in config

@@ -42,6 +42,10 @@ def pip_install_into(site: Path, source: Path) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+#: the tests that use `example_installed` keep to one xdist worker, which installs the example once
+DOCS_EXAMPLE = pytest.mark.xdist_group("docs-example")
+
+
 @pytest.fixture(scope="module")
 def example_installed(tmp_path_factory):
     """pip-install the docs example as a real distribution (offline) into a folder
@@ -87,7 +91,7 @@ print(json.dumps({
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("docs-example")  # one worker installs the example once
+@DOCS_EXAMPLE
 def test_example_plugin_from_docs_works_end_to_end(example_installed, tmp_path):
     script = tmp_path / "scenario.py"
     script.write_text(DONE_WHEN)
@@ -117,7 +121,7 @@ def test_example_plugin_from_docs_works_end_to_end(example_installed, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("docs-example")  # one worker installs the example once
+@DOCS_EXAMPLE
 def test_smoke_plugins_and_tools_show_the_example(example_installed, tmp_path):
     env = {**example_installed, "SMOKE_LOAD_PLUGINS": "policy_example"}
     proc = smoke_cli("plugins", "--json", env_extra=env)
@@ -139,7 +143,7 @@ def test_smoke_plugins_and_tools_show_the_example(example_installed, tmp_path):
     assert "smoke-policy-example" in proc.stdout
 
 
-@pytest.mark.xdist_group("docs-example")  # one worker installs the example once
+@DOCS_EXAMPLE
 def test_smoke_load_plugins_empty_loads_none(example_installed):
     proc = smoke_cli("plugins", "--json", env_extra={**example_installed, "SMOKE_LOAD_PLUGINS": ""})
     names = [r["name"] for r in json.loads(proc.stdout)]

@@ -167,6 +167,14 @@ async def choose(ctx=None) -> str:
 
 
 @tool(read_only=True)
+async def name_it(ctx=None) -> str:
+    """Asks an open question."""
+    answer = await ctx.ask_user("What should it be called?")
+    assert answer == "yes", answer  # ToolContract.answer, when no option is offered
+    return f"called {answer}"
+
+
+@tool(read_only=True)
 def wrap_up(ctx=None) -> str:
     """Ends the run."""
     ctx.finish("all done")
@@ -182,10 +190,20 @@ async def wait_forever() -> str:
     return "never"
 
 
+@tool(read_only=True)
+def block_a_while() -> str:
+    """Blocks its thread for longer than the test allows."""
+    import time
+
+    time.sleep(8)
+    return "late"
+
+
 class Asking:
     @hookimpl
     def register_tools(self, register):
         register(choose)
+        register(name_it)
         register(wrap_up)
 
 
@@ -193,6 +211,12 @@ class Hanging:
     @hookimpl
     def register_tools(self, register):
         register(wait_forever)
+
+
+class Blocking:
+    @hookimpl
+    def register_tools(self, register):
+        register(block_a_while)
 
 
 class Lying:
@@ -222,12 +246,18 @@ class TestFromTheFuture(ToolContract):
 
 class TestAsking(ToolContract):
     plugin = Asking()
-    sample_inputs = {"choose": {}, "wrap_up": {}}
+    sample_inputs = {"choose": {}, "name_it": {}, "wrap_up": {}}
 
 
 class TestHanging(ToolContract):
     plugin = Hanging()
     sample_inputs = {"wait_forever": {}}
+    run_timeout = 1
+
+
+class TestBlocking(ToolContract):
+    plugin = Blocking()
+    sample_inputs = {"block_a_while": {}}
     run_timeout = 1
 '''
 
@@ -243,10 +273,12 @@ def test_tool_contract_fails_plugins_that_break_it(tmp_path: Path) -> None:
         capture_output=True, text=True, cwd=tmp_path, timeout=300,
         env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")},
     )
-    outcome = {}
+    outcome, seconds = {}, {}
     for case in ET.parse(junit).getroot().iter("testcase"):
         failed = case.find("failure") is not None or case.find("error") is not None
-        outcome[f"{case.get('classname', '').rsplit('.', 1)[-1]}::{case.get('name')}"] = "failed" if failed else "passed"
+        key = f"{case.get('classname', '').rsplit('.', 1)[-1]}::{case.get('name')}"
+        outcome[key] = "failed" if failed else "passed"
+        seconds[key] = float(case.get("time", 0))
     assert outcome["TestLying::test_read_only_tools_leave_the_workspace_unchanged"] == "failed"
     assert outcome["TestLying::test_every_tool_runs_on_its_sample"] == "passed"
     assert outcome["TestLying::test_input_schemas_are_json_schema_objects"] == "passed"
@@ -257,6 +289,9 @@ def test_tool_contract_fails_plugins_that_break_it(tmp_path: Path) -> None:
     assert outcome["TestAsking::test_read_only_tools_leave_the_workspace_unchanged"] == "passed"
     assert outcome["TestHanging::test_every_tool_runs_on_its_sample"] == "failed"
     assert "took over 1 s: a tool waits for something the test never gives" in proc.stdout
+    # a synchronous tool is not waited for: the test fails before the tool's 8 s are over
+    assert outcome["TestBlocking::test_every_tool_runs_on_its_sample"] == "failed"
+    assert seconds["TestBlocking::test_every_tool_runs_on_its_sample"] < 8, seconds
     assert "changed the workspace" in proc.stdout and "touched.txt" in proc.stdout
     assert "needs Smoke's plugin API >=2.0" in proc.stdout
     assert "add sample_inputs for ['peek']" in proc.stdout

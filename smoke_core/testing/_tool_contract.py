@@ -23,7 +23,8 @@ well-formed content, and a tool declaring ``read_only_hint`` leaves the
 workspace as it found it. A question a tool asks (``ctx.ask_user``) is
 answered as a person would (:attr:`ToolContract.answer`, or the first option
 offered); a tool that ends the run (``ctx.finish``) may; a run of the samples
-that takes over :attr:`ToolContract.run_timeout` seconds fails.
+that takes over :attr:`ToolContract.run_timeout` seconds fails then, whether
+its tools await or block.
 
 Every first-party tool plugin (filesystem, search, terminal, git, agent,
 skills) passes it in its own tests.
@@ -56,7 +57,8 @@ class ToolContract:
     #: option offered, else this text
     answer: str = "yes"
     #: seconds one run of the samples may take before the test fails (a tool
-    #: waiting for something that never comes fails instead of hanging)
+    #: waiting for something that never comes fails instead of hanging; a
+    #: synchronous one keeps its thread, which Python cannot stop, until it returns)
     run_timeout: float = 60.0
 
     def prepare_workspace(self, root: Path) -> None:
@@ -114,7 +116,14 @@ class ToolContract:
                     "something the test never gives (raise run_timeout if it is only slow)"
                 ) from None
 
-        result = asyncio.run(run())
+        # not asyncio.run: its shutdown waits for the worker threads, so a synchronous
+        # tool blocked past run_timeout would hold the test; close() leaves them be
+        loop = asyncio.new_event_loop()
+        try:
+            result = loop.run_until_complete(run())
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
         assert result.status == "completed", f"the run ended {result.status}: {result.error}"
         results: dict[str, dict[str, Any]] = {}
         for message in result.messages:
