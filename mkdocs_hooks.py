@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 ROOT = Path(__file__).resolve().parent
 _LINK = re.compile(r"(\]\()([^)\s#]+)((?:#[^)\s]*)?\))")
@@ -48,13 +48,17 @@ def rewrite_roles(html: str) -> str:
     return html
 
 
+def _fail(page: Any, message: str) -> NoReturn:
+    from mkdocs.exceptions import PluginError  # here: the tests load this module without MkDocs
+
+    raise PluginError(f"{page.file.src_uri}: {message}")
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
     try:
         return rewrite_roles(html)
     except ValueError as exc:
-        from mkdocs.exceptions import PluginError
-
-        raise PluginError(f"{page.file.src_uri}: {exc}") from None
+        _fail(page, str(exc))
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
@@ -69,12 +73,10 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         resolved = (page_dir / target).resolve()
         if resolved.is_relative_to(docs) and not resolved.is_dir():
             return match.group(0)  # a page or a file of the site: MkDocs checks it
-        from mkdocs.exceptions import PluginError
-
         if not resolved.exists():
-            raise PluginError(f"{page.file.src_uri}: the link {target} points to nothing in the repository")
+            _fail(page, f"the link {target} points to nothing in the repository")
         if not resolved.is_relative_to(ROOT):
-            raise PluginError(f"{page.file.src_uri}: the link {target} leaves the repository")
+            _fail(page, f"the link {target} leaves the repository")
         kind = "tree" if resolved.is_dir() else "blob"
         return f"{match.group(1)}{repo}/{kind}/main/{resolved.relative_to(ROOT).as_posix()}{match.group(3)}"
 

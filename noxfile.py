@@ -174,16 +174,16 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def demo(session: nox.Session) -> None:
     """Install everything and run the offline demo non-interactively."""
-    session.install("-q", ".", *[f"./plugins/{n}" for n in PLUGINS])
+    _install(session, ".", *[f"./plugins/{n}" for n in PLUGINS], bytecode=False)
     session.run("smoke", "demo", "--yes", env=_env())
 
 
 @nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks (never part of the tests' pass/fail); see docs/performance.md."""
-    session.install("-q", ".", *[f"./plugins/{n}" for n in PLUGINS], "tiktoken")
+    _install(session, ".", *[f"./plugins/{n}" for n in PLUGINS], "tiktoken", bytecode=False)
     if (ROOT / "bench" / "requirements.txt").exists():
-        session.install("-q", "-r", "bench/requirements.txt")
+        _install(session, "-r", "bench/requirements.txt", bytecode=False)
     session.run("python", "bench/run_all.py", *session.posargs, env=_env())
 
 

@@ -23,7 +23,7 @@ def _workspace_option(fn: Any) -> Any:
                         help="Workspace folder whose .mcp.json / .smoke/config.yaml are read.")(fn)
 
 
-def _load_with_problems(workspace: str) -> tuple[Path, dict[str, MCPServerConfig], list[str]]:
+def _load(workspace: str) -> tuple[Path, dict[str, MCPServerConfig], list[str]]:
     """The workspace root, its servers and the configuration's problems
     (each also printed to stderr as a warning)."""
     from ._config import load_server_configs
@@ -33,11 +33,6 @@ def _load_with_problems(workspace: str) -> tuple[Path, dict[str, MCPServerConfig
     for problem in loaded.problems:
         click.echo(f"warning: {problem}", err=True)
     return root, loaded.servers, loaded.problems
-
-
-def _load(workspace: str) -> tuple[Path, dict[str, MCPServerConfig]]:
-    root, servers, _ = _load_with_problems(workspace)
-    return root, servers
 
 
 async def _probe(cfg: MCPServerConfig, root: Path, log_dir: Path) -> tuple[list[Any] | None, str | None]:
@@ -75,7 +70,7 @@ async def _with_server(cfg: MCPServerConfig, root: Path, work: Any) -> Any:
 
 def _named_server(name: str, workspace: str) -> tuple[Path, MCPServerConfig]:
     """The configured server NAME (naming it is the approval to start it)."""
-    root, servers = _load(workspace)
+    root, servers, _ = _load(workspace)
     cfg = servers.get(name)
     if cfg is None:
         known = ", ".join(servers) or "none"
@@ -118,7 +113,7 @@ def list_command(workspace: str, check: bool, as_json: bool) -> None:
     Exit status: 1 when the configuration has problems (printed as warnings on
     stderr) or when --check finds a server that failed to start; 0 otherwise.
     The listing is printed in full either way."""
-    root, servers, problems = _load_with_problems(workspace)
+    root, servers, problems = _load(workspace)
     rows: list[dict[str, Any]] = [
         {
             "name": cfg.name,
