@@ -1,7 +1,7 @@
 """Benchmark 5 — prompt overhead.
 
 o200k_base tokens (tiktoken) of what every step pays before the task: the
-default system prompt (``smoke_core._prompts.DEFAULT_SYSTEM_PROMPT``) plus the
+default system prompt (``smoke_core.base.prompts.DEFAULT_SYSTEM_PROMPT``) plus the
 default tool schemas as sent to a provider. The agent is created with every
 installed plugin and a stub provider; the schemas are
 ``[t.provider_schema() for t in agent.tools.values()]`` serialised as the
@@ -56,7 +56,7 @@ def main() -> None:
         return
 
     from smoke_core import create_agent
-    from smoke_core._prompts import DEFAULT_SYSTEM_PROMPT
+    from smoke_core.base.prompts import DEFAULT_SYSTEM_PROMPT
     from smoke_core.testing import ScriptedProvider
 
     def count(obj: Any) -> int:

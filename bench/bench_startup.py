@@ -35,7 +35,7 @@ HEAVY = ("httpx", "httpcore", "httpx_sse", "anyio", "mcp", "starlette", "uvicorn
 # reports which heavy modules got imported.
 _PROBE = r"""
 import json, sys
-from smoke_core._plugins import create_plugin_manager
+from smoke_core.hooks.manager import create_plugin_manager
 pm = create_plugin_manager()
 heavy = %r
 loaded = sorted({m.split(".")[0] for m in sys.modules if m.split(".")[0] in heavy})

@@ -323,7 +323,7 @@ def _lag_split(co: dict[str, Any]) -> list[str]:
     return [
         f"\nOf Smoke's worst lag: the longest garbage-collector pause during the runs was {sm['worst_gc_pause_ms']} ms "
         f"(a full pass over every live object of the 1,000 runs), and the worst lag outside the collector's pauses "
-        f"{sm['worst_lag_outside_gc_ms']} ms. Runs take turns with timers and I/O (`smoke_core._fair`: past a 10 ms "
+        f"{sm['worst_lag_outside_gc_ms']} ms. Runs take turns with timers and I/O (`smoke_core.run.fair`: past a 10 ms "
         "budget without reaching its timers, a run waits for the loop's next heartbeat), so the runs themselves "
         "no longer stall the loop for their whole wave; the collector's pass is not theirs to split. "
         "`smoke-gc-freeze` is the same run with `gc.freeze()` after the agents are made, as a server would call "

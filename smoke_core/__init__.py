@@ -1,5 +1,27 @@
 """Smoke core: contracts, the plugin manager, the agent loop.
 
+The doors (what applications and plugins import): this module (applications),
+:mod:`smoke_core.plugin` (plugin authors), :mod:`smoke_core.providers`
+(provider adapters), :mod:`smoke_core.testing` (tests), :mod:`smoke_core.hookspecs`
+(the hook reference), and :mod:`smoke_core.settings`, :mod:`smoke_core.sandbox`,
+:mod:`smoke_core.secrets`, :mod:`smoke_core.display`, :mod:`smoke_core.cli`,
+:mod:`smoke_core.demo`.
+
+The parts, each a sub-package; a part imports only the parts above it in this
+list (docs/architecture.md, checked by tests/test_structure.py):
+
+- ``base/`` — plain data: errors, events, messages, images, prompts, instructions, version;
+- ``tools/`` — the tool contract, ``@tool``, ``ToolContext``, the workspace;
+- ``wire/`` — the provider contract types, ``HTTPProvider``, HTTP errors and limits, model facts, prices;
+- ``store/`` — the store protocols, SQLite, session leases, store URLs;
+- ``policy/`` — settings layers and trust, permission rules and the gate, secrets, the sandbox;
+- ``hooks/`` — the plugin manager and the hook runner;
+- ``run/`` — ``create_agent``, ``Agent``, a run: its loop, model caller, tool executor, compaction, subagents;
+- ``testing/`` — the scripted provider and the contract kits (not imported at run time);
+- ``batch/`` — ``run_batch``: many tasks, each in its own workspace copy;
+- ``demo/`` — the offline demo (a scripted model fixing a real bug);
+- ``cli/`` — the ``smoke`` command; the only part that imports click, rich or prompt_toolkit.
+
 Names are imported lazily so that ``from smoke_core import hookimpl`` — what
 every plugin module does at load time — costs only pluggy.
 """
@@ -9,8 +31,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._markers import hookimpl, hookspec
-from ._version import PLUGIN_API_VERSION, __version__
+from .base.markers import hookimpl, hookspec
+from .base.version import PLUGIN_API_VERSION, __version__
 
 __all__ = [
     "COMMAND_TOOLS",
@@ -62,48 +84,48 @@ __all__ = [
 ]
 
 _LAZY: dict[str, str] = {
-    "COMMAND_TOOLS": "_tools",
-    "FILE_MUTATING_TOOLS": "_tools",
-    "PHASES": "_tools",
-    "PHASE_TOOLS": "_tools",
-    "READ_ONLY_TOOLS": "_tools",
-    "SEARCH_FAMILY_TOOLS": "_tools",
-    "TOOL_GROUPS": "_tools",
-    "ToolAnnotations": "_tools",
-    "ToolDefinition": "_tools",
-    "ToolPresentation": "_tools",
-    "ToolRegistry": "_tools",
-    "ToolResult": "_tools",
-    "tool": "_tool_decorator",
-    "ERROR_CODES": "_errors",
-    "AgentError": "_errors",
-    "AgentErrorInfo": "_errors",
-    "ToolError": "_errors",
-    "EVENT_TYPES": "_events",
-    "Event": "_events",
-    "Image": "_images",
-    "Agent": "_agent",
-    "create_agent": "_factory",
-    "AgentOptions": "_options",
-    "Guards": "_options",
-    "MemoryStore": "_store",
-    "Store": "_store",
-    "PermissionGate": "_permissions",
-    "PermissionRequest": "_permissions",
-    "Provider": "providers",
-    "ModelRequest": "providers",
-    "RetryPolicy": "providers",
-    "TextDelta": "providers",
-    "ThoughtDelta": "providers",
-    "ToolCallRequest": "providers",
-    "Usage": "providers",
-    "UsageReport": "providers",
-    "Finished": "providers",
-    "RunHandle": "_run",
-    "RunResult": "_run",
-    "ToolContext": "_context",
-    "Workspace": "_workspace",
-    "WorkspaceError": "_workspace",
+    "ERROR_CODES": "base.errors",
+    "AgentError": "base.errors",
+    "AgentErrorInfo": "base.errors",
+    "ToolError": "base.errors",
+    "EVENT_TYPES": "base.events",
+    "Event": "base.events",
+    "Image": "base.images",
+    "PermissionGate": "policy.gate",
+    "AgentOptions": "policy.options",
+    "Guards": "policy.options",
+    "PermissionRequest": "policy.rules",
+    "Agent": "run.agent",
+    "create_agent": "run.factory",
+    "RunHandle": "run.handle",
+    "RunResult": "run.state",
+    "MemoryStore": "store.protocol",
+    "Store": "store.protocol",
+    "ToolContext": "tools.context",
+    "tool": "tools.decorator",
+    "COMMAND_TOOLS": "tools.definitions",
+    "FILE_MUTATING_TOOLS": "tools.definitions",
+    "PHASE_TOOLS": "tools.definitions",
+    "PHASES": "tools.definitions",
+    "READ_ONLY_TOOLS": "tools.definitions",
+    "SEARCH_FAMILY_TOOLS": "tools.definitions",
+    "TOOL_GROUPS": "tools.definitions",
+    "ToolAnnotations": "tools.definitions",
+    "ToolDefinition": "tools.definitions",
+    "ToolPresentation": "tools.definitions",
+    "ToolRegistry": "tools.definitions",
+    "ToolResult": "tools.definitions",
+    "Workspace": "tools.workspace",
+    "WorkspaceError": "tools.workspace",
+    "Finished": "wire.types",
+    "ModelRequest": "wire.types",
+    "Provider": "wire.types",
+    "RetryPolicy": "wire.types",
+    "TextDelta": "wire.types",
+    "ThoughtDelta": "wire.types",
+    "ToolCallRequest": "wire.types",
+    "Usage": "wire.types",
+    "UsageReport": "wire.types",
 }
 
 
@@ -121,29 +143,20 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from ._agent import Agent
-    from ._context import ToolContext
-    from ._errors import ERROR_CODES, AgentError, AgentErrorInfo, ToolError
-    from ._events import EVENT_TYPES, Event
-    from ._factory import create_agent
-    from ._images import Image
-    from ._options import AgentOptions, Guards
-    from ._permissions import PermissionGate, PermissionRequest
-    from ._provider_types import (
-        Finished,
-        ModelRequest,
-        Provider,
-        RetryPolicy,
-        TextDelta,
-        ThoughtDelta,
-        ToolCallRequest,
-        Usage,
-        UsageReport,
-    )
-    from ._run import RunHandle, RunResult
-    from ._store import MemoryStore, Store
-    from ._tool_decorator import tool
-    from ._tools import (
+    from .base.errors import ERROR_CODES, AgentError, AgentErrorInfo, ToolError
+    from .base.events import EVENT_TYPES, Event
+    from .base.images import Image
+    from .policy.gate import PermissionGate
+    from .policy.options import AgentOptions, Guards
+    from .policy.rules import PermissionRequest
+    from .run.agent import Agent
+    from .run.factory import create_agent
+    from .run.handle import RunHandle
+    from .run.state import RunResult
+    from .store.protocol import MemoryStore, Store
+    from .tools.context import ToolContext
+    from .tools.decorator import tool
+    from .tools.definitions import (
         COMMAND_TOOLS,
         FILE_MUTATING_TOOLS,
         PHASE_TOOLS,
@@ -157,4 +170,15 @@ if TYPE_CHECKING:
         ToolRegistry,
         ToolResult,
     )
-    from ._workspace import Workspace, WorkspaceError
+    from .tools.workspace import Workspace, WorkspaceError
+    from .wire.types import (
+        Finished,
+        ModelRequest,
+        Provider,
+        RetryPolicy,
+        TextDelta,
+        ThoughtDelta,
+        ToolCallRequest,
+        Usage,
+        UsageReport,
+    )

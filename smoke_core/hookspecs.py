@@ -13,21 +13,71 @@ closed, *after* hooks fail open. docs/hooks.md is checked against this file.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ._markers import hookspec
+from .base.markers import hookspec
 
 if TYPE_CHECKING:
+    import asyncio
     from collections.abc import Callable
 
-    import click
+    from .base.errors import AgentErrorInfo
+    from .base.messages import Message
+    from .policy.options import AgentOptions
+    from .tools.definitions import ToolDefinition, ToolResult
+    from .tools.workspace import Workspace
 
-    from ._agent import Agent
-    from ._errors import AgentErrorInfo
-    from ._messages import Message
-    from ._options import AgentOptions
-    from ._run import RunHandle
-    from ._tools import ToolDefinition, ToolResult
+
+# ---------------------------------------------------------------- what hooks receive
+# Protocols, so that this reference names no class of the layers above it (the
+# run, the CLI): what a hook gets is a :class:`~smoke_core.plugin.RunHandle`, a
+# :class:`~smoke_core.Agent` and a :class:`click.Group`; these say what of them
+# a hook may rely on.
+
+
+class CommandGroup(Protocol):
+    """The ``smoke`` command (a :class:`click.Group`): what ``register_commands`` may use."""
+
+    def add_command(self, cmd: Any, name: str | None = None) -> None: ...
+
+    def command(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def group(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+class AgentView(Protocol):
+    """An agent (:class:`~smoke_core.Agent`) as hooks see it."""
+
+    options: AgentOptions
+    workspace: Workspace
+    session_id: str | None
+
+    @property
+    def tools(self) -> dict[str, ToolDefinition]: ...
+
+
+class RunView(Protocol):
+    """A run (:class:`~smoke_core.plugin.RunHandle`) as hooks see it."""
+
+    run_id: str
+    session_id: str | None
+    user_id: str | None
+    task: str
+    options: AgentOptions
+    workspace: Workspace
+    cancelled: asyncio.Event
+
+    @property
+    def step(self) -> int: ...
+
+    @property
+    def messages(self) -> list[Message]: ...
+
+    @property
+    def tools(self) -> dict[str, ToolDefinition]: ...
+
+    @property
+    def state(self) -> dict[str, Any]: ...
 
 
 # ---------------------------------------------------------------- registration
@@ -90,7 +140,7 @@ def register_providers(register: Callable[..., None]) -> None:
 
 
 @hookspec
-def register_commands(cli: click.Group) -> None:
+def register_commands(cli: CommandGroup) -> None:
     """Add sub-commands to the ``smoke`` CLI (``cli.command()`` / ``cli.add_command``).
 
     Called when the CLI starts. Keep it cheap: import heavy libraries inside
@@ -156,7 +206,7 @@ def register_settings(register: Callable[..., None]) -> None:
 
 
 @hookspec
-def register_slash_commands(register: Callable[..., None], agent: Agent) -> None:
+def register_slash_commands(register: Callable[..., None], agent: AgentView) -> None:
     """Add slash commands to interactive chats (``smoke chat``): ``/name args``
     typed by the person runs the command instead of going to the model.
 
@@ -174,7 +224,7 @@ def register_slash_commands(register: Callable[..., None], agent: Agent) -> None
         ``exit``, ``quit``) are kept by core; a name another plugin already
         registered is not replaced. Both are reported to the person when the
         chat starts, never silently dropped. ``handler(args, chat)`` gets the
-        text after the name and the chat (:class:`~smoke_core._slash.ChatHost`:
+        text after the name and the chat (:class:`~smoke_core.plugin.ChatHost`:
         ``chat.agent``, ``chat.session_id``, ``chat.say(text)`` to show text
         to the person, ``chat.usage``, ``chat.commands``); it may be
         ``async``. It returns ``None`` (done), or text — or a list of text
@@ -202,7 +252,7 @@ def register_slash_commands(register: Callable[..., None], agent: Agent) -> None
 
 
 @hookspec
-def before_run(run: RunHandle) -> None:
+def before_run(run: RunView) -> None:
     """Called when a run starts, after ``run.started`` and before the tool
     list of the run is fixed and the model is first called.
 
@@ -228,7 +278,7 @@ def before_run(run: RunHandle) -> None:
 
 
 @hookspec
-def after_run(run: RunHandle, status: str, error: AgentErrorInfo | None) -> None:
+def after_run(run: RunView, status: str, error: AgentErrorInfo | None) -> None:
     """Called once when a run ends, on every path (completed, failed, interrupted).
 
     :param run: the :class:`~smoke_core.plugin.RunHandle`.
@@ -246,7 +296,7 @@ def after_run(run: RunHandle, status: str, error: AgentErrorInfo | None) -> None
 
 
 @hookspec
-def close_agent(agent: Agent) -> None:
+def close_agent(agent: AgentView) -> None:
     """Called by ``await agent.aclose()`` so plugins release what they hold
     (MCP sessions, background processes).
 
@@ -272,7 +322,7 @@ def before_model_call(
     system: str | None,
     model: str,
     step: int,
-    run: RunHandle,
+    run: RunView,
 ) -> dict[str, Any] | None:
     """Called before every model call, after compaction and tool resolution.
 
@@ -305,7 +355,7 @@ def after_model_call(
     duration_ms: float,
     error: AgentErrorInfo | None,
     step: int,
-    run: RunHandle,
+    run: RunView,
     finish_reason: str | None,
     response_model: str | None,
     response_id: str | None,
@@ -341,7 +391,7 @@ def before_tool_call(
     tool_name: str,
     input: dict[str, Any],
     tool_call_id: str,
-    run: RunHandle,
+    run: RunView,
 ) -> dict[str, Any] | None:
     """Called before every tool call, after input validation and **before the
     permission gate** (a refused call never prompts a person).
@@ -373,7 +423,7 @@ def after_tool_call(
     duration_ms: float,
     blocked: bool,
     error: AgentErrorInfo | None,
-    run: RunHandle,
+    run: RunView,
 ) -> None:
     """Called exactly once per tool call, on every path: success, tool error,
     invalid input, unknown tool, hook block, permission denial, abort.

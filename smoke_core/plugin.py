@@ -16,8 +16,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._markers import hookimpl
-from ._version import PLUGIN_API_VERSION
+from .base.markers import hookimpl
+from .base.version import PLUGIN_API_VERSION
 
 __all__ = [
     "ANSWERS",
@@ -86,67 +86,67 @@ __all__ = [
 ]
 
 _LAZY: dict[str, str] = {
-    "ANSWERS": "_permissions",
-    "PermissionRequest": "_permissions",
-    "looks_secret": "_permissions",
-    "ERROR_CODES": "_errors",
-    "AgentError": "_errors",
-    "AgentErrorInfo": "_errors",
-    "ToolError": "_errors",
-    "EVENT_TYPES": "_events",
-    "Event": "_events",
-    "TOOL_KINDS": "_tools",
-    "ToolAnnotations": "_tools",
-    "ToolDefinition": "_tools",
-    "ToolKind": "_tools",
-    "ToolPresentation": "_tools",
-    "ToolResult": "_tools",
-    "tool": "_tool_decorator",
-    "Agent": "_agent",
-    "create_agent": "_factory",
-    "new_session_id": "_agent",
-    "AgentOptions": "_options",
-    "Image": "_images",
-    "ManagedStore": "_store",
-    "CallRecord": "_store",
-    "JournalingStore": "_store",
-    "Lease": "_store",
-    "LeaseHolder": "_store",
-    "LeasingStore": "_store",
-    "StoreError": "_store",
-    "lease_decision": "_store",
-    "open_store": "_store_url",
-    "redact_url": "_store_url",
-    "BatchConfig": "_batch_tasks",
-    "BatchTask": "_batch_tasks",
-    "BatchError": "_batch_main",
-    "run_batch": "_batch_main",
-    "batch_error_result": "_batch_task",
-    "run_batch_task": "_batch_task",
-    "MemoryStore": "_store",
-    "SessionInfo": "_store",
-    "Store": "_store",
-    "SQLiteStore": "_sqlite_store",
-    "Message": "_messages",
-    "user_message": "_messages",
-    "Redactor": "secrets",
-    "child_env": "secrets",
-    "is_secret_name": "secrets",
-    "RunHandle": "_run",
-    "RunResult": "_run",
-    "SandboxSettings": "sandbox",
-    "SettingsError": "settings",
-    "ToolContext": "_context",
-    "Workspace": "_workspace",
-    "WorkspaceError": "_workspace",
-    "WorkspacePath": "_workspace",
-    "WorkspaceRaceError": "_workspace",
-    "ConfigError": "_config",
-    "NoProviderError": "_config",
-    "resolve_agent_settings": "_config",
-    "visible": "display",
-    "ChatHost": "_slash",
-    "SlashCommand": "_slash",
+    "visible": "base.display",
+    "ERROR_CODES": "base.errors",
+    "AgentError": "base.errors",
+    "AgentErrorInfo": "base.errors",
+    "ConfigError": "base.errors",
+    "NoProviderError": "base.errors",
+    "ToolError": "base.errors",
+    "EVENT_TYPES": "base.events",
+    "Event": "base.events",
+    "Image": "base.images",
+    "Message": "base.messages",
+    "user_message": "base.messages",
+    "BatchError": "batch.main",
+    "run_batch": "batch.main",
+    "batch_error_result": "batch.task",
+    "run_batch_task": "batch.task",
+    "BatchConfig": "batch.tasks",
+    "BatchTask": "batch.tasks",
+    "AgentOptions": "policy.options",
+    "ANSWERS": "policy.rules",
+    "PermissionRequest": "policy.rules",
+    "looks_secret": "policy.rules",
+    "SandboxSettings": "policy.sandbox.settings",
+    "Redactor": "policy.secrets",
+    "child_env": "policy.secrets",
+    "is_secret_name": "policy.secrets",
+    "SettingsError": "policy.settings.files",
+    "Agent": "run.agent",
+    "new_session_id": "run.agent",
+    "resolve_agent_settings": "run.agent_settings",
+    "create_agent": "run.factory",
+    "RunHandle": "run.handle",
+    "ChatHost": "run.slash",
+    "SlashCommand": "run.slash",
+    "RunResult": "run.state",
+    "CallRecord": "store.protocol",
+    "JournalingStore": "store.protocol",
+    "Lease": "store.protocol",
+    "LeaseHolder": "store.protocol",
+    "LeasingStore": "store.protocol",
+    "ManagedStore": "store.protocol",
+    "MemoryStore": "store.protocol",
+    "SessionInfo": "store.protocol",
+    "Store": "store.protocol",
+    "StoreError": "store.protocol",
+    "lease_decision": "store.protocol",
+    "SQLiteStore": "store.sqlite",
+    "open_store": "store.url",
+    "redact_url": "store.url",
+    "ToolContext": "tools.context",
+    "tool": "tools.decorator",
+    "TOOL_KINDS": "tools.definitions",
+    "ToolAnnotations": "tools.definitions",
+    "ToolDefinition": "tools.definitions",
+    "ToolKind": "tools.definitions",
+    "ToolPresentation": "tools.definitions",
+    "ToolResult": "tools.definitions",
+    "Workspace": "tools.workspace",
+    "WorkspaceError": "tools.workspace",
+    "WorkspacePath": "tools.workspace",
+    "WorkspaceRaceError": "tools.workspace",
 }
 
 
@@ -164,23 +164,33 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from ._agent import Agent, new_session_id
-    from ._batch_main import BatchError, run_batch
-    from ._batch_task import batch_error_result, run_batch_task
-    from ._batch_tasks import BatchConfig, BatchTask
-    from ._config import ConfigError, NoProviderError, resolve_agent_settings
-    from ._context import ToolContext
-    from ._errors import ERROR_CODES, AgentError, AgentErrorInfo, ToolError
-    from ._events import EVENT_TYPES, Event
-    from ._factory import create_agent
-    from ._images import Image
-    from ._messages import Message, user_message
-    from ._options import AgentOptions
-    from ._permissions import ANSWERS, PermissionRequest, looks_secret
-    from ._run import RunHandle, RunResult
-    from ._slash import ChatHost, SlashCommand
-    from ._sqlite_store import SQLiteStore
-    from ._store import (
+    from .base.display import visible
+    from .base.errors import (
+        ERROR_CODES,
+        AgentError,
+        AgentErrorInfo,
+        ConfigError,
+        NoProviderError,
+        ToolError,
+    )
+    from .base.events import EVENT_TYPES, Event
+    from .base.images import Image
+    from .base.messages import Message, user_message
+    from .batch.main import BatchError, run_batch
+    from .batch.task import batch_error_result, run_batch_task
+    from .batch.tasks import BatchConfig, BatchTask
+    from .policy.options import AgentOptions
+    from .policy.rules import ANSWERS, PermissionRequest, looks_secret
+    from .policy.sandbox.settings import SandboxSettings
+    from .policy.secrets import Redactor, child_env, is_secret_name
+    from .policy.settings.files import SettingsError
+    from .run.agent import Agent, new_session_id
+    from .run.agent_settings import resolve_agent_settings
+    from .run.factory import create_agent
+    from .run.handle import RunHandle
+    from .run.slash import ChatHost, SlashCommand
+    from .run.state import RunResult
+    from .store.protocol import (
         CallRecord,
         JournalingStore,
         Lease,
@@ -193,9 +203,11 @@ if TYPE_CHECKING:
         StoreError,
         lease_decision,
     )
-    from ._store_url import open_store, redact_url
-    from ._tool_decorator import tool
-    from ._tools import (
+    from .store.sqlite import SQLiteStore
+    from .store.url import open_store, redact_url
+    from .tools.context import ToolContext
+    from .tools.decorator import tool
+    from .tools.definitions import (
         TOOL_KINDS,
         ToolAnnotations,
         ToolDefinition,
@@ -203,8 +215,4 @@ if TYPE_CHECKING:
         ToolPresentation,
         ToolResult,
     )
-    from ._workspace import Workspace, WorkspaceError, WorkspacePath, WorkspaceRaceError
-    from .display import visible
-    from .sandbox import SandboxSettings
-    from .secrets import Redactor, child_env, is_secret_name
-    from .settings import SettingsError
+    from .tools.workspace import Workspace, WorkspaceError, WorkspacePath, WorkspaceRaceError

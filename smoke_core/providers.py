@@ -19,8 +19,8 @@ is imported only when a request is made.
 
 from __future__ import annotations
 
-from ._errors import AgentError, AgentErrorInfo
-from ._http_errors import (
+from .base.errors import AgentError, AgentErrorInfo
+from .wire.http_errors import (
     TOOL_CALL_REJECTED_CODES,
     http_error,
     in_band_error,
@@ -28,14 +28,14 @@ from ._http_errors import (
     rejected_tool_call,
     transport_error,
 )
-from ._http_limits import (
+from .wire.http_limits import (
     DEFAULT_MAX_LINE_BYTES,
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_PROGRESS_TIMEOUT,
     DEFAULT_RESPONSE_TIMEOUT,
     ResponseLimits,
 )
-from ._http_provider import (
+from .wire.http_provider import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_REQUEST_TIMEOUT,
@@ -43,12 +43,8 @@ from ._http_provider import (
     HTTPProvider,
     shared_ssl_context,
 )
-from ._model_facts import (
-    DEFAULT_CONTEXT_WINDOW,
-    ModelFacts,
-    model_facts,
-)
-from ._provider_types import (
+from .wire.model_facts import DEFAULT_CONTEXT_WINDOW, ModelFacts, model_facts
+from .wire.types import (
     ApiKey,
     Finished,
     ModelRequest,

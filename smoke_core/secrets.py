@@ -1,135 +1,31 @@
-"""Secrets stay secret: which environment variables hold provider keys, an
-environment for child processes without them, and redaction of their values.
+"""The secrets door: child environments without provider keys, and redaction.
 
-Every subprocess Smoke starts (terminal commands, MCP stdio servers, git)
-gets :func:`child_env` instead of ``os.environ``; every text that can reach a
-person, a log, a store or the model again passes :meth:`Redactor.redact`.
+The implementation is in :mod:`smoke_core.policy.secrets`; this module is
+what plugins and applications import (docs/compatibility.md).
 """
 
 from __future__ import annotations
 
-import functools
-import os
-import re
-from collections.abc import Iterable, Mapping
-from typing import Any
-
-#: Provider key variables known without asking any plugin.
-KNOWN_SECRET_VARS: frozenset[str] = frozenset(
-    {
-        "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "NVIDIA_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY",
-        "GOOGLE_API_KEY", "GROQ_API_KEY", "MISTRAL_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY",
-        "TOGETHER_API_KEY", "FIREWORKS_API_KEY", "CEREBRAS_API_KEY", "HF_TOKEN", "HUGGINGFACE_API_KEY",
-        "AZURE_OPENAI_API_KEY", "COHERE_API_KEY", "PERPLEXITY_API_KEY", "SMOKE_STORE_URL",
-    }
+from .policy.secrets import (
+    KNOWN_SECRET_VARS,
+    MASK,
+    MIN_SECRET_LENGTH,
+    Redactor,
+    child_env,
+    is_secret_name,
+    redact,
+    register_secret,
+    secret_env_names,
 )
-#: Any variable named like an API key is treated as one.
-_SECRET_NAME = re.compile(r"(^|_)API_KEY$")
-#: Values shorter than this are not redacted (too likely to match ordinary text).
-MIN_SECRET_LENGTH = 8
-MASK = "***"
 
-_registered_values: set[str] = set()
-_provider_vars: frozenset[str] | None = None
-
-
-def _installed_provider_vars() -> frozenset[str]:
-    """Key variables named by installed providers (``register(..., env_var=...)``)."""
-    global _provider_vars
-    if _provider_vars is None:
-        try:
-            from ._plugins import collect_providers, create_plugin_manager
-
-            specs = collect_providers(create_plugin_manager()).specs()
-            _provider_vars = frozenset(s.env_var for s in specs if s.env_var)
-        except Exception:  # a broken plugin must not stop commands from running
-            _provider_vars = frozenset()
-    return _provider_vars
-
-
-@functools.lru_cache(maxsize=4096)
-def is_secret_name(name: str) -> bool:
-    """True for a variable that holds a provider key (known, declared by a provider, or ``*_API_KEY``)."""
-    return name in KNOWN_SECRET_VARS or bool(_SECRET_NAME.search(name)) or name in _installed_provider_vars()
-
-
-def secret_env_names(environ: Mapping[str, str] | None = None) -> set[str]:
-    """The names in ``environ`` (default ``os.environ``) that hold secrets."""
-    env = os.environ if environ is None else environ
-    return {name for name in env if is_secret_name(name)}
-
-
-def child_env(
-    base: Mapping[str, str] | None = None,
-    *,
-    keep: Iterable[str] = (),
-    extra: Mapping[str, str] | None = None,
-) -> dict[str, str]:
-    """An environment for a child process: ``base`` (default ``os.environ``)
-    without provider keys. ``keep`` names secrets the person explicitly passes
-    on (an MCP server's ``env`` entry, ``sandbox.env`` in trusted settings);
-    ``extra`` is added last, as given."""
-    env = dict(os.environ if base is None else base)
-    kept = set(keep)
-    for name in list(env):
-        if name not in kept and is_secret_name(name):
-            del env[name]
-    if extra:
-        env.update(extra)
-    return env
-
-
-def register_secret(value: str | None) -> None:
-    """Treat ``value`` (an ``api_key=`` given in code, say) as a secret to redact."""
-    if isinstance(value, str) and len(value) >= MIN_SECRET_LENGTH:
-        _registered_values.add(value)
-
-
-class Redactor:
-    """Replaces known secret values with ``***``. Build one per run
-    (:meth:`from_environment`); redacting is a substring check per secret."""
-
-    __slots__ = ("_values",)
-
-    def __init__(self, values: Iterable[str] = ()) -> None:
-        # longest first, so a key that contains another is masked whole
-        self._values = tuple(sorted({v for v in values if len(v) >= MIN_SECRET_LENGTH}, key=len, reverse=True))
-
-    @classmethod
-    def from_environment(cls, environ: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> Redactor:
-        env = os.environ if environ is None else environ
-        values = [value for name, value in env.items() if is_secret_name(name)]
-        return cls([*values, *_registered_values, *extra])
-
-    def __bool__(self) -> bool:
-        return bool(self._values)
-
-    def redact(self, text: str) -> str:
-        for value in self._values:
-            if value in text:
-                text = text.replace(value, MASK)
-        return text
-
-    def redact_obj(self, obj: Any) -> Any:
-        """``obj`` with every string inside (dict values, list items) redacted; unchanged objects are returned as they are."""
-        if not self._values:
-            return obj
-        if isinstance(obj, str):
-            return self.redact(obj)
-        if isinstance(obj, dict):
-            changed = False
-            out: dict[Any, Any] = {}
-            for k, v in obj.items():
-                nv = self.redact_obj(v)
-                changed = changed or nv is not v
-                out[k] = nv
-            return out if changed else obj
-        if isinstance(obj, list):
-            items = [self.redact_obj(v) for v in obj]
-            return items if any(a is not b for a, b in zip(items, obj, strict=True)) else obj
-        return obj
-
-
-def redact(text: str) -> str:
-    """Redact with the secrets of the current environment (and registered values)."""
-    return Redactor.from_environment().redact(text)
+__all__ = [
+    "KNOWN_SECRET_VARS",
+    "MASK",
+    "MIN_SECRET_LENGTH",
+    "Redactor",
+    "child_env",
+    "is_secret_name",
+    "redact",
+    "register_secret",
+    "secret_env_names",
+]

@@ -140,20 +140,3 @@ def test_importing_the_plugin_door_for_hookimpl_is_cheap():
             "print([m for m in ('pydantic', 'jsonschema', 'httpx', 'rich', 'yaml') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
-
-
-def test_an_adapter_overriding_the_old_private_names_still_works_with_a_warning():
-    import warnings
-
-    from smoke_core.providers import HTTPProvider
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-
-        class Old(HTTPProvider):
-            def _parse_body(self, raw, ctype):
-                return ["parsed"]
-
-    assert any(issubclass(w.category, DeprecationWarning) and "override parse_body" in str(w.message)
-               for w in caught)
-    assert Old.parse_body(None, b"", "") == ["parsed"]

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from smoke_core._batch_main import BatchError, Progress, ResultsFile, run_batch
+from smoke_core.batch.main import BatchError, Progress, ResultsFile, run_batch
 from smoke_core.plugin import SQLiteStore
 from smoke_core.testing import batch_kit
 
@@ -327,7 +327,7 @@ def test_ctrl_c_stops_the_batch_and_the_same_command_resumes_it(tmp_path):
 
 
 def test_smoke_store_url_chooses_the_cli_store(tmp_path, monkeypatch, capsys):
-    from smoke_core._cli_sessions import open_cli_store
+    from smoke_core.cli.sessions import open_cli_store
 
     monkeypatch.setenv("SMOKE_STORE_URL", f"sqlite:///{tmp_path / 'shared.db'}")
     store = open_cli_store(tmp_path)

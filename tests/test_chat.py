@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from smoke_core import create_agent, hookimpl
-from smoke_core._chat import PROMPT
-from smoke_core._slash import RESERVED, collect_slash_commands
+from smoke_core.cli.chat import PROMPT
+from smoke_core.run.slash import RESERVED, collect_slash_commands
 from smoke_core.testing import ScriptedProvider
 
 from .test_cli import Pty, clean_env, smoke

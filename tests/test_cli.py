@@ -554,7 +554,7 @@ def test_every_installed_plugin_loads_and_adds_its_help_without_heavy_imports(tm
     probe = textwrap.dedent(
         f"""
         import contextlib, io, json, sys
-        from smoke_core._plugins import create_plugin_manager
+        from smoke_core.hooks.manager import create_plugin_manager
         from smoke_core.cli import cli
         pm = create_plugin_manager()
         with contextlib.redirect_stdout(io.StringIO()) as out:

@@ -10,8 +10,13 @@ from pathlib import Path
 import click
 import pytest
 
-from smoke_core import _batch, _builtins, _commands, _doctor, _install, _scaffold
-from smoke_core._slash import BUILTIN_COMMANDS
+from smoke_core.cli import batch as _batch
+from smoke_core.cli import builtins as _builtins
+from smoke_core.cli import commands as _commands
+from smoke_core.cli import doctor as _doctor
+from smoke_core.cli import install as _install
+from smoke_core.cli import scaffold as _scaffold
+from smoke_core.run.slash import BUILTIN_COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI_DOC = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")

@@ -313,7 +313,7 @@ def test_cli_messages_use_flags_not_keyword_arguments(tmp_path):
 
 
 def test_cli_words():
-    from smoke_core._cli_render import cli_words
+    from smoke_core.cli.describe import cli_words
 
     assert cli_words("Set OPENAI_API_KEY or pass api_key=.") == "Set OPENAI_API_KEY."
     assert cli_words("provider 'x' needs base_url= (the root)") == "provider 'x' needs --base-url (the root)"
@@ -593,7 +593,7 @@ def test_run_summary_shows_tokens_and_dollars(tmp_path):
 
 
 def test_usage_summary_words():
-    from smoke_core._cli_render import usage_summary
+    from smoke_core.wire.pricing import usage_summary
 
     assert usage_summary({"input_tokens": 10, "output_tokens": 2, "cost_usd": None}) == (
         "10 in / 2 out tokens · unknown price")

@@ -94,7 +94,7 @@ def test_every_package_has_complete_metadata(folder: Path) -> None:
 
 
 def test_first_party_packages_share_smoke_cores_version() -> None:
-    """Lockstep: a Smoke release is one version (core's, smoke_core/_version.py);
+    """Lockstep: a Smoke release is one version (core's, smoke_core/base/version.py);
     each plugin writes it in its own pyproject.toml, and this test keeps them equal."""
     versions = {_project(d)["name"]: _version(d) for d in PACKAGE_DIRS}
     assert set(versions.values()) == {smoke_core.__version__}, versions

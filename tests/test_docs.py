@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from smoke_core import _docgen
-from smoke_core._events import EVENT_FIELDS
+from smoke_core.base.events import EVENT_FIELDS
+from smoke_core.cli import docgen as _docgen
 from smoke_core.plugin import ERROR_CODES, EVENT_TYPES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,7 +18,7 @@ DOCS = ROOT / "docs"
 
 def test_hook_reference_is_generated_from_hookspecs():
     assert (DOCS / "hooks.md").read_text(encoding="utf-8") == _docgen.render(), (
-        "docs/hooks.md is stale: run `python -m smoke_core._docgen`"
+        "docs/hooks.md is stale: run `python -m smoke_core.cli.docgen`"
     )
 
 
@@ -71,7 +71,7 @@ def test_every_first_party_tool_is_documented():
     if missing:
         pytest.skip(f"needs every first-party tool plugin installed (missing: {', '.join(missing)})")
     assert (DOCS / "tools.md").read_text(encoding="utf-8") == _docgen.render_tools(), (
-        "docs/tools.md is stale: run `python -m smoke_core._docgen tools`"
+        "docs/tools.md is stale: run `python -m smoke_core.cli.docgen tools`"
     )
 
 

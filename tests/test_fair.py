@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
-from smoke_core import _fair, create_agent
+from smoke_core import create_agent
+from smoke_core.run import fair as _fair
 from smoke_core.testing import ScriptedProvider
 
 

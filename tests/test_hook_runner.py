@@ -1,4 +1,4 @@
-"""The one hook runner (smoke_core._hooks): what a hook returns is checked in
+"""The one hook runner (smoke_core.hooks.runner): what a hook returns is checked in
 one place, plugins pluggy cannot honour are refused when they register, every
 failure of an observing hook is reported, and pluggy's monitoring sees every
 lifecycle hook call."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from smoke_core import create_agent, hookimpl, tool
-from smoke_core._hooks import parse_return
+from smoke_core.hooks.runner import parse_return
 from smoke_core.testing import ScriptedProvider
 
 

@@ -35,7 +35,6 @@ class TinyProvider(HTTPProvider):
         json.loads(raw)  # what an adapter does with a 2xx body: an HTML page would fail here ("not JSON")
         return []
 
-    _parse_body = parse_body  # the name before smoke-core 0.2
 
 
 @pytest.mark.parametrize("status", [301, 302, 307, 308])

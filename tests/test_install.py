@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from smoke_core._install import Environment, refusal
+from smoke_core.cli.install import Environment, refusal
 
 PLUGIN_SOURCE = """
 from smoke_core.plugin import hookimpl

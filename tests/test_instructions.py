@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from smoke_core import create_agent, tool
-from smoke_core._instructions import MAX_FILE_CHARS, load_instructions
+from smoke_core.base.instructions import MAX_FILE_CHARS, load_instructions
 from smoke_core.testing import ScriptedProvider
 
 

@@ -13,8 +13,9 @@ import pytest
 import yaml
 
 from smoke_core import PermissionGate, ToolDefinition, create_agent, hookimpl, tool
-from smoke_core._permissions import RuleError, parse_rule, remember_rule, rule_for
 from smoke_core.plugin import PermissionRequest
+from smoke_core.policy.rules import RuleError, parse_rule, rule_for
+from smoke_core.policy.settings.remember import remember_rule
 from smoke_core.settings import (
     SettingsError,
     local_settings_path,

@@ -16,7 +16,7 @@ from smoke_core import (
     create_agent,
     tool,
 )
-from smoke_core._events import EVENT_FIELDS
+from smoke_core.base.events import EVENT_FIELDS
 from smoke_core.plugin import EVENT_TYPES
 from smoke_core.testing import ScriptedProvider
 

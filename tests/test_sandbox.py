@@ -28,6 +28,7 @@ from click.testing import CliRunner
 
 from smoke_core import sandbox
 from smoke_core.cli import cli
+from smoke_core.policy.sandbox import probe as sandbox_probe
 from smoke_core.sandbox import SandboxPolicy, SandboxSettings, SandboxUnavailable
 
 needs_bwrap = pytest.mark.skipif(not sandbox.available(), reason=f"no sandbox here: {sandbox.status().reason()}")
@@ -210,13 +211,13 @@ def test_a_working_probe_is_remembered_for_new_processes_and_doctor_always_probe
     fake = _logging_bwrap(tmp_path / "bin", log, real)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("SMOKE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(sandbox, "_probes", {})
+    monkeypatch.setattr(sandbox_probe, "_probes", {})
     assert sandbox.status().works is True
     probed = log.read_text().count("\n")
     assert probed >= 2  # --version and a real sandbox
     assert (tmp_path / "cache" / "sandbox-probe.json").is_file()
 
-    monkeypatch.setattr(sandbox, "_probes", {})  # a new process: the answer comes from the disk
+    monkeypatch.setattr(sandbox_probe, "_probes", {})  # a new process: the answer comes from the disk
     st = sandbox.status()
     assert st.works is True and st.bwrap == str(fake) and log.read_text().count("\n") == probed
 
@@ -226,7 +227,7 @@ def test_a_working_probe_is_remembered_for_new_processes_and_doctor_always_probe
     # anything the probe depends on changes the key: a changed binary is probed again
     probed = log.read_text().count("\n")
     fake.write_text(fake.read_text() + "# changed\n")
-    monkeypatch.setattr(sandbox, "_probes", {})
+    monkeypatch.setattr(sandbox_probe, "_probes", {})
     assert sandbox.status().works is True and log.read_text().count("\n") > probed
 
 
@@ -248,7 +249,7 @@ def test_a_failed_probe_is_never_remembered_and_a_forged_memory_for_another_key_
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{_path_without_bwrap(tmp_path)}")
     monkeypatch.setenv("SMOKE_CACHE_DIR", str(cache))
     for _ in range(2):  # two "processes"
-        monkeypatch.setattr(sandbox, "_probes", {})
+        monkeypatch.setattr(sandbox_probe, "_probes", {})
         st = sandbox.status()
         assert st.works is False and "No permissions" in (st.error or "")
     assert log.read_text().count("--version") == 2  # probed each time: a failure is not remembered

@@ -25,8 +25,8 @@ import pytest
 from click.testing import CliRunner
 
 from smoke_core import PLUGIN_API_VERSION, __version__
-from smoke_core._plugins import api_problem
 from smoke_core.cli import cli
+from smoke_core.hooks.manager import api_problem
 
 DOORS = {"smoke_core", "smoke_core.plugin", "smoke_core.testing"}
 

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from smoke_core import MemoryStore, create_agent
-from smoke_core._agent import repair_history
-from smoke_core._call_journal import INTERRUPTED, NOT_RUN, RECOVERED
-from smoke_core._store import CallRecord, LeaseHolder
 from smoke_core.plugin import SQLiteStore, ToolAnnotations, ToolDefinition
+from smoke_core.run.agent import repair_history
+from smoke_core.run.call_journal import INTERRUPTED, NOT_RUN, RECOVERED
+from smoke_core.store.protocol import CallRecord, LeaseHolder
 from smoke_core.testing import ScriptedProvider
 
 

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from smoke_core import MemoryStore, create_agent
-from smoke_core._sqlite_store import UNREADABLE, check_database, decode_rows, salvage_sessions
-from smoke_core._store import StoreCorruptError
 from smoke_core.plugin import SQLiteStore
+from smoke_core.store.protocol import StoreCorruptError
+from smoke_core.store.sqlite import UNREADABLE, decode_rows
+from smoke_core.store.sqlite_repair import check_database, salvage_sessions
 from smoke_core.testing import ScriptedProvider, StoreContract
 
 

@@ -11,8 +11,8 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from smoke_core import create_agent, tool
-from smoke_core._tool_decorator import tool_input_schema
 from smoke_core.testing import ScriptedProvider
+from smoke_core.tools.decorator import tool_input_schema
 
 
 class Colour(enum.Enum):

@@ -17,11 +17,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._provider_types import ModelRequest
 from ..testing import ScriptedProvider
+from ..wire.types import ModelRequest
 
 if TYPE_CHECKING:
-    from .._agent import Agent
+    from ..run.agent import Agent
 
 DEMO_TASK = (
     "The tests of the stats package fail: median() gives wrong answers for some inputs. "
@@ -197,7 +197,7 @@ def create_demo_agent(
     ``workspace`` (optional) is where to copy the project. Other keyword
     arguments go to :func:`~smoke_core.create_agent`.
     """
-    from .._factory import create_agent
+    from ..run.factory import create_agent
 
     project = copy_sample_project(workspace)
     agent = create_agent(project, provider=DemoProvider(), auto_approve=auto_approve, **kwargs)

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .._store import JournalingStore, LeaseHolder, LeasingStore
+from ..store.protocol import JournalingStore, LeaseHolder, LeasingStore
 
 
 class StoreContract:

@@ -67,7 +67,7 @@ class ToolContract:
     # ------------------------------------------------------------ helpers
 
     def _workspace(self, tmp_path: Path, monkeypatch: Any) -> Path:
-        from . import isolate_settings
+        from ._scripted import isolate_settings
 
         isolate_settings(monkeypatch, tmp_path / "settings")
         monkeypatch.setenv("SMOKE_LOAD_PLUGINS", "")  # only the plugin under test, even in a full environment
@@ -77,8 +77,8 @@ class ToolContract:
         return root
 
     def _agent(self, root: Path, turns: list[Any]) -> tuple[Any, Any]:
-        from .. import create_agent
-        from . import ScriptedProvider
+        from ..run.factory import create_agent
+        from ._scripted import ScriptedProvider
 
         assert self.plugin is not None, f"{type(self).__name__}: set `plugin = <your plugin module>`"
         provider = ScriptedProvider(turns)
@@ -139,7 +139,7 @@ class ToolContract:
     def test_plugin_is_accepted_by_this_core(self, tmp_path: Path, monkeypatch: Any) -> None:
         """Its hooks exist and take known arguments, and its ``__smoke_plugin_api__``
         (if any) is met by this smoke-core."""
-        from .._plugins import api_problem
+        from ..hooks.manager import api_problem
 
         assert api_problem(self.plugin) is None, api_problem(self.plugin)
         self._agent(self._workspace(tmp_path, monkeypatch), [])  # raises if the plugin is refused

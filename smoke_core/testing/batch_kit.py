@@ -37,8 +37,8 @@ import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .._markers import hookimpl
-from ..providers import ModelRequest, ProviderEvent
+from ..base.markers import hookimpl
+from ..wire.types import ModelRequest, ProviderEvent
 from . import ScriptedProvider
 
 #: in-process gates for ``wait NAME`` lines
@@ -139,7 +139,7 @@ class BatchScriptProvider(ScriptedProvider):
 
 
 def _tools() -> list[Any]:
-    from .._tools import ToolAnnotations, ToolDefinition
+    from ..tools.definitions import ToolAnnotations, ToolDefinition
 
     def write_note(input: dict[str, Any], ctx: Any) -> str:
         path = ctx.workspace.resolve(input["path"])

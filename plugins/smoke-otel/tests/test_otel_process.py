@@ -23,7 +23,7 @@ def test_importing_and_loading_the_plugin_imports_no_opentelemetry(python, child
     code = (
         "import sys, json\n"
         "import smoke_otel\n"
-        "from smoke_core.plugins import create_plugin_manager\n"
+        "from smoke_core.hooks.manager import create_plugin_manager\n"
         "pm = create_plugin_manager()\n"
         "assert any(p is smoke_otel for p in pm.get_plugins()), 'the entry point is installed'\n"
         "smoke_otel.OtelPlugin(capture_content=False)\n"

@@ -1,0 +1,5 @@
+"""``python -m smoke_core.cli``: the ``smoke`` command."""
+
+from . import main
+
+main()

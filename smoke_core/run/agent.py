@@ -1,0 +1,390 @@
+"""``Agent``: an agent bound to a workspace, a provider and a tool set
+(made by :func:`~smoke_core.create_agent`, in :mod:`smoke_core.run.factory`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..base.errors import AgentError, AgentErrorInfo
+from ..base.events import Event
+from ..base.images import TaskPart, task_content
+from ..base.messages import Message
+from ..hooks.runner import HookRunner
+from ..policy.gate import PermissionGate
+from ..policy.options import AgentOptions, Guards
+from ..policy.rules import ANSWERS, PermissionRule
+from ..policy.secrets import Redactor
+from ..store.lease import SessionBusy, SessionLease
+from ..store.protocol import CallRecord, Store
+from ..tools.definitions import ToolDefinition, ToolRegistry
+from ..wire.types import Provider, ProviderRegistry, RetryPolicy
+from .call_journal import pending_calls, unanswered_result
+from .compaction import Compactor
+from .event_bus import EventBus, Listener
+from .fair import starved, take_turn
+from .handle import RunHandle
+from .output import OutputSpec
+from .pauses import PauseBroker
+from .state import RunDeps, RunResult
+
+if TYPE_CHECKING:
+    from pluggy import PluginManager
+
+log = logging.getLogger("smoke")
+
+
+class Agent:
+    """An agent bound to a workspace, a provider and a tool set. Create it with
+    :func:`create_agent`. One run at a time per agent."""
+
+    def __init__(
+        self,
+        *,
+        options: AgentOptions,
+        pm: PluginManager,
+        registry: ToolRegistry,
+        providers: ProviderRegistry,
+        provider: Provider,
+        groups: set[str] | None,
+        extra_tools: list[str],
+        system_prompt: str | None,
+        store: Store,
+        retry: RetryPolicy,
+        guards: Guards,
+        compactor: Compactor,
+        model_settings: dict[str, Any],
+        max_tool_output_chars: int,
+        gate: PermissionGate | None = None,
+        settings: Any = None,
+    ) -> None:
+        self.options = options
+        self.workspace = options.workspace
+        self._pm = pm
+        self._registry = registry
+        self.providers = providers
+        self.provider = provider
+        self._groups = groups
+        self._extra_tools = extra_tools
+        self.system_prompt = system_prompt
+        self.store = store
+        self.retry = retry
+        self.guards = guards
+        self._compactor = compactor
+        self.model_settings = model_settings
+        self.max_tool_output_chars = max_tool_output_chars
+        self.session_id = options.session_id
+        self._gate = gate if gate is not None else PermissionGate(
+            options.permission, auto_approve=options.auto_approve, workspace=options.workspace.root,
+            tools=registry.get,
+        )
+        #: the effective settings, where each came from, the rules and warnings
+        #: (a :class:`~smoke_core.settings.ResolvedSettings`; None when built by hand)
+        self.settings = settings
+        self._bus = EventBus()
+        self._pauses = PauseBroker()
+        self._current: RunHandle | None = None
+        self._busy: AgentErrorInfo | None = None  # why this run may not use its session (session_busy)
+
+    # ------------------------------------------------------------ tools
+
+    @property
+    def plugin_manager(self) -> PluginManager:
+        return self._pm
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """Every tool registered for this agent (exposed or not), with its source."""
+        return self._registry
+
+    @property
+    def tools(self) -> dict[str, ToolDefinition]:
+        """The tools the next run will expose, by name."""
+        return self._exposed_tools()
+
+    def _exposed_tools(self) -> dict[str, ToolDefinition]:
+        out: dict[str, ToolDefinition] = {}
+        for t in self._registry:
+            if self._groups is None or t.name in self._extra_tools or (t.group in self._groups):
+                out[t.name] = t
+        return out
+
+    def register_tool(self, tool: ToolDefinition, *, group: str | None = None, replace: bool = False) -> None:
+        """Add a tool. A run already in progress does not see it (tools are fixed when a run starts)."""
+        tool = self._registry.register(tool, group=group, source="agent.register_tool", replace=replace)
+        if self._groups is not None:
+            self._extra_tools.append(tool.name)
+
+    def get_tool_presentations(self) -> dict[str, dict[str, Any]]:
+        """``{tool_name: {label, icon, tone, group}}`` for UIs (never sent to providers)."""
+        return {t.name: t.presentation_dict() for t in self._exposed_tools().values()}
+
+    def tool_source(self, name: str) -> str | None:
+        return self._registry.source(name)
+
+    # ------------------------------------------------------------ events
+
+    def on(self, type: str, fn: Listener) -> Callable[[], None]:
+        """Call ``fn(event)`` for every event of ``type``; returns an unsubscribe function."""
+        return self._bus.on(type, fn)
+
+    def on_any(self, fn: Listener) -> Callable[[], None]:
+        """Call ``fn(event)`` for every event; returns an unsubscribe function."""
+        return self._bus.on_any(fn)
+
+    # ------------------------------------------------------------ runs
+
+    async def run(
+        self, task: str | Sequence[TaskPart], *, output_type: Any = None, output_retries: int = 2
+    ) -> RunResult:
+        """Run ``task`` to the end and return the :class:`RunResult`.
+
+        ``task`` is text, or a list of text and :class:`~smoke_core.Image`
+        parts (``["What is wrong here?", Image.from_path("shot.png")]``); a
+        provider that cannot take images refuses them before any call.
+
+        ``output_type`` (a pydantic model, dataclass, TypedDict or simple
+        type) asks for a typed result: the run ends when the model calls the
+        ``final_result`` tool with arguments that validate, and
+        ``RunResult.output`` holds the validated value; after
+        ``output_retries`` invalid attempts the run fails with ``output_invalid``.
+        """
+        if starved():  # many runs starting at once: take turns with timers and I/O (run.fair)
+            await take_turn()
+        if self._current is not None:
+            raise RuntimeError("this agent is already running; wait for the run to end or create another agent")
+        content, text = task_content(task)
+        if any(b["type"] == "image" for b in content) and getattr(self.provider, "supports_images", True) is False:
+            name = getattr(self.provider, "name", type(self.provider).__name__)
+            raise ValueError(
+                f"provider {name} (model {getattr(self.provider, 'model', '?')}) does not take images; "
+                f"use a model that does, or leave the images out"
+            )
+        output = OutputSpec(output_type, retries=output_retries) if output_type is not None else None
+        handle = RunHandle(self, text, self._run_deps(), output=output, content=content)
+        self._current = handle
+        lease = None
+        try:
+            lease = await self._take_session_lease(handle)
+            return await handle.start()
+        finally:
+            if lease is not None:
+                await lease.release()
+            self._busy = None
+            if self._current is handle:
+                self._current = None
+            self._pauses.forget_early()
+            self._gate.allowed_for_run.clear()
+
+    async def _take_session_lease(self, handle: RunHandle) -> SessionLease | None:
+        """One run per session at a time, across processes (store.lease). A
+        busy session fails the run with ``session_busy`` from ``_load_history``,
+        before anything is written."""
+
+        def lost(info: AgentErrorInfo) -> None:
+            handle.warn(info)
+            handle.abort()
+
+        try:
+            return await SessionLease.take(self.store, self.session_id, on_lost=lost)
+        except SessionBusy as busy:
+            self._busy = busy.info
+            return None
+
+    def _run_deps(self) -> RunDeps:
+        return RunDeps(
+            options=self.options,
+            provider=self.provider,
+            hooks=HookRunner(self._pm),
+            gate=self._gate,
+            bus=self._bus,
+            pauses=self._pauses,
+            registry=self._registry,
+            exposed_tools=self._exposed_tools,
+            load_history=self._load_history,
+            store_append=self._store_append,
+            compactor=self._compactor,
+            retry=self.retry,
+            guards=self.guards,
+            system_prompt=self.system_prompt,
+            model_settings=self.model_settings,
+            max_tool_output_chars=self.max_tool_output_chars,
+            redactor=Redactor.from_environment(),
+        )
+
+    def run_sync(self, task: str | Sequence[TaskPart], *, output_type: Any = None, output_retries: int = 2) -> RunResult:
+        """``asyncio.run(agent.run(task))`` for scripts."""
+        return asyncio.run(self.run(task, output_type=output_type, output_retries=output_retries))
+
+    async def stream(self, task: str | Sequence[TaskPart], *, output_type: Any = None, output_retries: int = 2) -> AsyncIterator[Event]:
+        """Run ``task`` and yield its events as they happen. Leaving the loop early aborts the run."""
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+        off = self.on_any(queue.put_nowait)
+        runner = asyncio.ensure_future(self.run(task, output_type=output_type, output_retries=output_retries))
+        try:
+            while True:
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait({getter, runner}, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    event = getter.result()
+                    yield event
+                    if event.type in ("run.completed", "run.failed", "run.interrupted"):
+                        break
+                else:
+                    getter.cancel()
+                    while not queue.empty():
+                        yield queue.get_nowait()
+                    break
+            await runner
+        finally:
+            off()
+            if not runner.done():
+                self.abort()
+                try:
+                    await runner
+                except asyncio.CancelledError:
+                    pass
+
+    def abort(self) -> None:
+        """Stop the current run now (safe from any thread): the model stream is
+        closed, running tools are cancelled (commands killed), pauses end; the
+        run ends ``interrupted``."""
+        handle = self._current
+        if handle is not None:
+            handle.abort()
+
+    def resolve_permission(self, tool_call_id: str, decision: str, *, remember: str | None = None) -> PermissionRule | None:
+        """Answer a ``permission.required``: ``"allow"``, ``"allow_run"`` (this tool or
+        MCP server for the rest of the run), ``"allow_always"``, ``"allow_network"``
+        (this call, and a sandboxed command may reach the network this once),
+        ``"deny"`` or ``"deny_always"`` (writes a deny rule, like ``allow_always``).
+
+        ``"allow_always"`` allows the call and writes an allow rule for exactly
+        this tool and argument (:func:`~smoke_core.policy.gate.rule_for`) to
+        ``.smoke/config.local.yaml`` (``remember="local"``, the default) or the
+        user settings (``remember="user"``; paths are then absolute), and adds
+        it to this agent's gate, so this and later runs do not ask again. An
+        answer given before the pause is registered is kept and used when it
+        comes (``allow_always`` needs the pause: answer it after
+        ``permission.required``). Returns the rule written for
+        ``allow_always``, else None."""
+        if decision not in ANSWERS:
+            raise ValueError(f"decision must be one of {', '.join(ANSWERS)}, got {decision!r}")
+        always = decision in ("allow_always", "deny_always")
+        if remember is not None and (not always or remember not in ("local", "user")):
+            raise ValueError(
+                f"remember= goes with decision='allow_always' or 'deny_always' and is 'local' or 'user', "
+                f"got remember={remember!r} with decision={decision!r}"
+            )
+        gate = self._gate
+        if always:
+            from ..policy.settings.remember import remember_rule
+
+            request = gate.pending.get(tool_call_id)
+            if request is None:
+                raise ValueError(
+                    f"no pending permission request {tool_call_id!r}: {decision} needs the request "
+                    f"(answer after permission.required)"
+                )
+            if request.kind != "tool":
+                raise ValueError(
+                    f"{decision} applies to tool calls; {request.kind} {request.tool_name!r} can be answered "
+                    f"with 'allow', 'allow_run' or 'deny'"
+                )
+            scope = remember or "local"
+            action: Literal["allow", "deny"] = "allow" if decision == "allow_always" else "deny"
+            rule = gate.rule_for(request, absolute=scope == "user")
+            path = remember_rule(self.workspace.root, rule, scope=scope, action=action)  # type: ignore[arg-type]
+            added = gate.add_rule(rule, action, origin=str(path))
+            gate.take_pending(tool_call_id)
+            self._pauses.answer(tool_call_id, decision)  # the rule is in place: this call follows it
+            return added
+        gate.take_pending(tool_call_id)
+        self._pauses.answer(tool_call_id, decision)
+        return None
+
+    @property
+    def context_window(self) -> int:
+        """The prompt size (tokens) compaction keeps the conversation under."""
+        return self._compactor.context_window
+
+    def set_model(self, model: str) -> None:
+        """Use ``model`` on the same provider (endpoint, key, settings) from
+        the next run on. Raises ``ValueError`` when the provider cannot
+        switch (it has no ``with_model``) or a run is in progress."""
+        if self._current is not None:
+            raise ValueError("cannot switch the model during a run; switch between runs")
+        with_model = getattr(self.provider, "with_model", None)
+        if with_model is None:
+            raise ValueError(
+                f"the provider {getattr(self.provider, 'name', '?')} cannot switch models; create an agent with "
+                f"model={model!r} instead"
+            )
+        self.provider = with_model(model)
+        self.options.model = model
+
+    def respond(self, tool_call_id: str, text: str) -> None:
+        """Answer an ``ask_user.required`` with ``text``."""
+        self._pauses.answer(tool_call_id, str(text))
+
+    # ------------------------------------------------------------ sessions
+
+    def _load_history(self) -> list[Message]:
+        if self._busy is not None:
+            raise AgentError(self._busy)
+        if self.session_id is None:
+            return []
+        messages = list(self.store.load(self.session_id))
+        return repair_history(messages, pending_calls(self.store, self.session_id))
+
+    def _store_append(self, message: Message) -> None:
+        if self.session_id is not None:
+            self.store.append(self.session_id, message)
+
+    async def aclose(self) -> None:
+        """Release what plugins hold (``close_agent`` hook). Safe to call twice."""
+
+        def failed(plugin: str, message: str, exc: BaseException) -> None:
+            log.warning("smoke: %s (ignored)", message)
+
+        await HookRunner(self._pm).observe("close_agent", {"agent": self}, failed)
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+def repair_history(messages: list[Message], journal: Mapping[str, CallRecord] | None = None) -> list[Message]:
+    """Close tool calls left without results (a run killed mid-step) so the
+    history is valid for every provider; the store itself is not changed.
+    ``journal`` (the store's pending mutating calls) says which of them
+    started, so they read "interrupted: outcome unknown" rather than "not
+    run" (call_journal.unanswered_result)."""
+    out: list[Message] = []
+    for i, message in enumerate(messages):
+        out.append(message)
+        if message["role"] != "assistant":
+            continue
+        calls = [b for b in message["content"] if b.get("type") == "tool_call"]
+        if not calls:
+            continue
+        nxt = messages[i + 1] if i + 1 < len(messages) else None
+        answered = {b.get("tool_call_id") for b in nxt["content"]} if nxt and nxt["role"] == "tool" else set()
+        missing = [c for c in calls if c["id"] not in answered]
+        if not missing:
+            continue
+        filler = [unanswered_result(c, journal) for c in missing]
+        if nxt is not None and nxt["role"] == "tool":
+            messages[i + 1] = {"role": "tool", "content": [*nxt["content"], *filler]}
+        else:
+            out.append({"role": "tool", "content": filler})
+    return out
+
+
+def new_session_id() -> str:
+    return "ses_" + uuid.uuid4().hex[:12]

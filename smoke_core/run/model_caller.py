@@ -1,0 +1,303 @@
+"""The model call of a step: build the request (``before_model_call``), call
+the provider with retries, assemble the streamed reply, report it
+(``after_model_call``, ``usage.updated``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..base.errors import AgentError, AgentErrorInfo
+from ..base.messages import Message
+from ..hooks.runner import HookRunner
+from ..policy.options import Guards
+from ..wire.pricing import price_usd
+from ..wire.types import (
+    Finished,
+    ModelRequest,
+    Provider,
+    RetryPolicy,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallRequest,
+    Usage,
+    UsageReport,
+)
+from .compaction import summarise_with
+from .event_bus import Emit
+from .fair import starved, take_turn
+from .state import RunFailed, RunState, ToolCallRejected
+
+
+class ModelCaller:
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        retry: RetryPolicy,
+        guards: Guards,
+        hooks: HookRunner,
+        emit: Emit,
+        listening: Callable[[str], bool],
+        state: RunState,
+        model_settings: dict[str, Any],
+        user_id: str | None,
+        system_prompt: Callable[[], str | None],
+        base_system: str | None,
+        check_abort: Callable[[], None],
+        hook_run: Any,
+        on_hook_error: Callable[[str, str, BaseException], None],
+        call_id_prefix: str = "",
+    ) -> None:
+        self.provider = provider
+        self.retry = retry
+        self.guards = guards
+        self.hooks = hooks
+        self.emit = emit
+        self.listening = listening
+        self.state = state
+        self.model_settings = model_settings
+        self.user_id = user_id
+        self.system_prompt = system_prompt
+        self.base_system = base_system
+        self.check_abort = check_abort
+        self.hook_run = hook_run  # the RunHandle, as hooks see it
+        self.on_hook_error = on_hook_error
+        self.call_id_prefix = call_id_prefix  # a subagent's own ids never clash with its parent's
+        self.rand = random.random
+        # only a provider with an endpoint (or told what it serves) can be priced
+        self._priced = bool(getattr(provider, "base_url", None) or getattr(provider, "price_as", None))
+
+    @property
+    def model(self) -> str:
+        return getattr(self.provider, "model", "") or ""
+
+    def unhooked_request(self) -> ModelRequest | None:
+        """The request for this step when no plugin implements
+        ``before_model_call`` (what :meth:`build_request` returns then, without
+        a coroutine), else None: await :meth:`build_request`."""
+        if self.hooks.has("before_model_call"):
+            return None
+        return ModelRequest(
+            model=getattr(self.provider, "model", "") or "",
+            messages=list(self.state.messages),
+            tools=list(self.state.schemas),
+            system=self.system_prompt(),
+            settings=dict(self.model_settings),
+            user_id=self.user_id,
+        )
+
+    async def build_request(self, step: int) -> ModelRequest:
+        """The request for this step, after the ``before_model_call`` chain."""
+        messages = list(self.state.messages)
+        tools = list(self.state.schemas)
+        system = self.system_prompt()
+        if self.hooks.has("before_model_call"):
+            kwargs = {
+                "messages": messages, "tools": tools, "system": system, "model": self.model,
+                "step": step, "run": self.hook_run,
+            }
+            outcome = await self.hooks.chain("before_model_call", kwargs, ("messages", "tools", "system"))
+            if outcome is None:
+                pass
+            elif outcome.status == "block":
+                raise RunFailed(
+                    AgentErrorInfo.from_code(
+                        "hook_blocked", f"model call blocked by {outcome.plugin}: {outcome.reason}",
+                        details={"plugin": outcome.plugin, "reason": outcome.reason},
+                    )
+                )
+            elif outcome.status == "fail":
+                # model-call hooks fail closed: a broken policy plugin stops the run
+                raise RunFailed(
+                    AgentErrorInfo.from_code(
+                        "hook_blocked" if outcome.exception else "hook_failed", f"{outcome.reason}; the run is stopped because model-call hooks fail closed",
+                        details={"plugin": outcome.plugin, "exception": outcome.exception},
+                    )
+                )
+            else:
+                messages = list(outcome.values["messages"])
+                tools = list(outcome.values["tools"])
+                system = outcome.values["system"]
+        return ModelRequest(
+            model=self.model,
+            messages=messages,
+            tools=tools,
+            system=system,
+            settings=dict(self.model_settings),
+            user_id=self.user_id,
+        )
+
+    async def call(self, request: ModelRequest, step: int) -> tuple[Message, str | None]:
+        """The assistant's reply and finish reason; retries transient failures
+        (``run.warning`` before each), raises :class:`RunFailed` otherwise."""
+        policy = self.retry
+        attempt = 0
+        same = 0
+        last_key: tuple[str, str] | None = None
+        while True:
+            attempt += 1
+            self.check_abort()
+            t0 = time.perf_counter()
+            streamed: list[str] = []
+            try:
+                reply, usage, finish = await self._consume(request, streamed)
+            except asyncio.CancelledError:
+                raise
+            except AgentError as exc:
+                info = exc.info
+                if info.code == "tool_invalid_input":
+                    # the provider validated the model's tool call and refused it: the model's mistake
+                    await self._after(None, Usage(), t0, info, step)
+                    if streamed:
+                        self.emit("text.discarded", {"reason": info.code, "text": "".join(streamed)})
+                    raise ToolCallRejected(info, _rejection_feedback(info)) from None
+            except Exception as exc:
+                info = AgentErrorInfo.from_code(
+                    "provider_error",
+                    f"the provider raised {type(exc).__name__}: {exc}",
+                    details={"exception": type(exc).__name__},
+                )
+            else:
+                if self._priced and usage.total_tokens:
+                    usage.cost_usd = price_usd(
+                        usage, model=request.model or self.model,
+                        base_url=getattr(self.provider, "base_url", None),
+                        price_as=getattr(self.provider, "price_as", None),
+                    )
+                self.state.usage.add(usage)
+                if self.hooks.has("after_model_call"):  # no coroutine to make on the common path
+                    await self._after(reply, usage, t0, None, step, finish)
+                if self.listening("usage.updated"):
+                    self.emit("usage.updated", {"usage": self.state.usage.to_dict(), "step_usage": usage.to_dict()})
+                return reply, finish.reason if finish is not None else None
+            await self._after(None, Usage(), t0, info, step)
+            key = (info.code, info.message)
+            same = same + 1 if key == last_key else 1
+            last_key = key
+            if not info.retryable or info.severity == "fatal":
+                raise RunFailed(info)
+            limit = self.guards.repeated_error
+            if limit and same >= limit:
+                raise RunFailed(
+                    AgentErrorInfo.from_code(
+                        "run_repeated_error",
+                        f"{info.code} {same} times in a row: {info.message}",
+                        hint=info.hint,
+                        details={"cause": info.to_dict(), "count": same},
+                    )
+                )
+            if attempt > policy.max_retries:
+                raise RunFailed(info)
+            delay = policy.delay(attempt, info, self.rand)
+            if streamed:
+                # Text already reached listeners; tell them to drop it before the replay.
+                self.emit("text.discarded", {"reason": info.code, "text": "".join(streamed)})
+            self.emit("run.warning", {"error": info.to_dict(), "attempt": attempt, "retry_in_ms": round(delay * 1000)})
+            await asyncio.sleep(delay)
+
+    async def _consume(self, request: ModelRequest, streamed: list[str]) -> tuple[Message, Usage, Finished | None]:
+        stream = self.provider.stream(request)
+        text_parts: list[str] = []
+        thought_parts: list[str] = []
+        signature: str | None = None
+        calls: list[ToolCallRequest] = []
+        usage = Usage()
+        finish: Finished | None = None
+        emit = self.emit
+        paced = False
+        try:
+            async for ev in stream:
+                if not paced:  # the reply began: if many runs woke together, let timers and I/O in first (run.fair)
+                    paced = True
+                    if starved():
+                        await take_turn()
+                if type(ev) is TextDelta:
+                    if ev.text:
+                        text_parts.append(ev.text)
+                        streamed.append(ev.text)
+                        emit("text.delta", {"text": ev.text})
+                elif type(ev) is ToolCallRequest:
+                    calls.append(ev)
+                elif type(ev) is ThoughtDelta:
+                    if ev.text:
+                        thought_parts.append(ev.text)
+                        emit("text.thought", {"text": ev.text})
+                    if ev.signature:
+                        signature = ev.signature
+                elif type(ev) is UsageReport:
+                    usage.add(ev.usage)
+                elif type(ev) is Finished:
+                    finish = ev
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        content: list[dict[str, Any]] = []
+        if thought_parts or signature:
+            block: dict[str, Any] = {"type": "thinking", "text": "".join(thought_parts)}
+            if signature:
+                block["signature"] = signature
+            content.append(block)
+        if text_parts:
+            text = "".join(text_parts)
+            content.append({"type": "text", "text": text})
+            emit("text.end", {"text": text})
+        step = self.state.step
+        for i, call in enumerate(calls):
+            args: Any = call.arguments
+            block = {"type": "tool_call", "id": self.call_id_prefix + (call.id or f"call_{step}_{i}"),
+                     "name": call.name}
+            if isinstance(args, str):
+                stripped = args.strip()
+                if not stripped:
+                    args = {}
+                else:
+                    try:
+                        args = json.loads(stripped)
+                    except ValueError:
+                        block["raw_arguments"] = args
+                        args = {}
+            block["input"] = args
+            content.append(block)
+        return {"role": "assistant", "content": content}, usage, finish
+
+    async def summarise(self, messages: list[Message]) -> str:
+        """A summary of ``messages`` by the model (for compaction)."""
+        return await summarise_with(
+            self.provider, messages, system=self.base_system, settings=self.model_settings, user_id=self.user_id
+        )
+
+    async def _after(
+        self, reply: Message | None, usage: Usage, t0: float, error: AgentErrorInfo | None, step: int,
+        finish: Finished | None = None,
+    ) -> None:
+        if not self.hooks.has("after_model_call"):
+            return
+        kwargs = {
+            "finish_reason": finish.reason if finish is not None else None,
+            "response_model": finish.model if finish is not None else None,
+            "response_id": finish.response_id if finish is not None else None,
+            "response": reply,
+            "usage": usage.to_dict(),
+            "duration_ms": (time.perf_counter() - t0) * 1000,
+            "error": error,
+            "step": step,
+            "run": self.hook_run,
+        }
+        await self.hooks.observe("after_model_call", kwargs, self.on_hook_error)
+
+
+def _rejection_feedback(info: AgentErrorInfo) -> str:
+    failed = str(info.details.get("failed_generation") or "").strip()
+    text = (
+        f"Your last reply was rejected by the model provider before any tool ran: {info.message}. "
+        "Nothing was executed. Call the tool again with arguments that are valid JSON and match its schema."
+    )
+    if failed:
+        text += f"\nWhat you sent:\n{failed[:2000]}"
+    return text

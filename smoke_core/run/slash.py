@@ -1,0 +1,169 @@
+"""Slash commands of interactive chats: what the ``register_slash_commands``
+hook registers (:class:`SlashCommand`), what a handler gets
+(:class:`ChatHost`), how the commands of an agent are collected, and core's
+own commands (``/help``, ``/clear``, ``/compact``, ``/model``, ``/tools``,
+``/cost``, ``/exit``), registered through the same hook by core's built-in
+plugin."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..wire.pricing import usage_summary
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+#: core's own commands: a plugin cannot take these names
+RESERVED = frozenset({"help", "clear", "compact", "model", "tools", "cost", "exit", "quit"})
+
+
+# ---------------------------------------------------------------- slash commands
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    """One ``/name`` of a chat. ``handler(args, chat)`` may be async; it
+    returns None, or text (or a list of text and images) sent to the model
+    as the person's next message."""
+
+    name: str
+    handler: Callable[[str, ChatHost], Any]
+    description: str = ""
+    usage: str = ""
+    source: str = ""
+
+
+class ChatHost(Protocol):
+    """What a slash command's handler gets as ``chat``."""
+
+    @property
+    def agent(self) -> Any:
+        """The chat's current :class:`~smoke_core.Agent`."""
+
+    @property
+    def session_id(self) -> str:
+        """The session the chat's turns are stored in."""
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        """Tokens (and ``cost_usd`` when known) spent since the chat started."""
+
+    @property
+    def commands(self) -> dict[str, SlashCommand]:
+        """Every command of the chat, by name."""
+
+    def say(self, text: str) -> None:
+        """Show ``text`` to the person (it is not sent to the model)."""
+
+    def new_session(self) -> str:
+        """Start a new, empty session (``/clear``); its id."""
+
+    async def compact(self) -> None:
+        """Summarise the conversation and go on from the summary (``/compact``)."""
+
+    def set_model(self, spec: str) -> None:
+        """Go on with another model (``model`` or ``provider:model``), same session."""
+
+    def end(self) -> None:
+        """Leave the chat after this command."""
+
+
+def collect_slash_commands(agent: Any) -> tuple[dict[str, SlashCommand], list[str]]:
+    """Every plugin's slash commands for ``agent`` (core's through the same
+    hook) and the problems to tell the person: a plugin that raised, a name
+    taken twice or reserved by core."""
+    from ..hooks.runner import HookRunner
+
+    commands: dict[str, SlashCommand] = {}
+    problems: list[str] = []
+
+    def make_kwargs(label: str) -> dict[str, Any]:
+        core = label.startswith("smoke-core:")
+
+        def register(name: str, handler: Callable[..., Any], *, description: str = "", usage: str = "") -> None:
+            name = str(name).lstrip("/")
+            if not _NAME.match(name):
+                raise ValueError(f"slash command name {name!r} from plugin {label}: use letters, digits, _ - . :")
+            if not callable(handler):
+                raise TypeError(f"slash command /{name} from plugin {label}: handler must be callable")
+            if name in RESERVED and not core:
+                problems.append(f"/{name} from {label} is not offered: /{name} is one of core's commands")
+                return
+            if name in commands:
+                problems.append(f"/{name} from {label} is not offered: {commands[name].source} already offers it")
+                return
+            commands[name] = SlashCommand(name, handler, " ".join(str(description).split()),
+                                          str(usage or f"/{name}"), label)
+
+        return {"register": register, "agent": agent}
+
+    def failed(label: str, exc: BaseException) -> None:
+        problems.append(f"plugin {label} could not add its slash commands ({type(exc).__name__}: {exc}); skipped")
+
+    HookRunner(agent.plugin_manager).collect("register_slash_commands", make_kwargs, failed)
+    return commands, problems
+
+
+# ---------------------------------------------------------------- core's own commands
+
+
+def _help(args: str, chat: ChatHost) -> None:
+    lines = ["commands:"]
+    ordered = sorted(chat.commands.values(), key=lambda c: (not c.source.startswith("smoke-core:"), c.name))
+    width = min(28, max((len(c.usage) for c in ordered), default=0))
+    for c in ordered:
+        source = "" if c.source.startswith("smoke-core:") else f"  ({c.source.split(':', 1)[0]})"
+        lines.append(f"  {c.usage.ljust(width)}  {c.description}{source}")
+    lines.append("Anything else is sent to the model; start a line with // to send one beginning with /. "
+                 "Ctrl-C stops the current turn; Ctrl-D or /exit leaves.")
+    chat.say("\n".join(lines))
+
+
+def _clear(args: str, chat: ChatHost) -> None:
+    old = chat.session_id
+    new = chat.new_session()
+    chat.say(f"new session {new}: the model starts from nothing (session {old} is kept; `smoke sessions` lists them)")
+
+
+async def _compact(args: str, chat: ChatHost) -> None:
+    await chat.compact()
+
+
+def _model(args: str, chat: ChatHost) -> None:
+    spec = args.strip()
+    agent = chat.agent
+    if not spec:
+        chat.say(f"model: {agent.options.provider_name} · {agent.provider.model} "
+                 f"(change it with /model NAME or /model PROVIDER:NAME)")
+        return
+    chat.set_model(spec)
+
+
+def _tools(args: str, chat: ChatHost) -> None:
+    groups: dict[str, list[str]] = {}
+    for t in sorted(chat.agent.tools.values(), key=lambda t: t.name):
+        groups.setdefault(t.group or "other", []).append(t.name if t.read_only else f"{t.name}*")
+    lines = [f"  {group}: {', '.join(names)}" for group, names in sorted(groups.items())]
+    chat.say("tools (* asks before it runs, unless a rule allows it):\n" + "\n".join(lines))
+
+
+def _cost(args: str, chat: ChatHost) -> None:
+    chat.say(f"cost of this chat so far: {usage_summary(chat.usage)}")
+
+
+def _exit(args: str, chat: ChatHost) -> None:
+    chat.end()
+
+
+BUILTIN_COMMANDS: tuple[SlashCommand, ...] = (
+    SlashCommand("help", _help, "list the commands", "/help"),
+    SlashCommand("clear", _clear, "start a new session (the model forgets this conversation)", "/clear"),
+    SlashCommand("compact", _compact, "summarise the conversation so far and go on from the summary", "/compact"),
+    SlashCommand("model", _model, "show the model, or switch to another one", "/model [[PROVIDER:]NAME]"),
+    SlashCommand("tools", _tools, "list the tools the model can use", "/tools"),
+    SlashCommand("cost", _cost, "tokens and price of this chat so far", "/cost"),
+    SlashCommand("exit", _exit, "leave the chat", "/exit"),
+    SlashCommand("quit", _exit, "leave the chat", "/quit"),
+)

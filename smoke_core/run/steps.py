@@ -1,0 +1,186 @@
+"""The step loop of a run (DESIGN §4): abort check → ``step.started`` →
+compaction if needed → ``before_model_call`` → the model call → the tool
+calls → ``step.ended``, until the run finishes or a guard stops it.
+
+:class:`StepLoop` is a base of :class:`~smoke_core.run.handle.RunHandle`:
+the loop reads the run's state and parts directly (the hot path of every
+step), without importing the handle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from ..base.errors import AgentErrorInfo
+from ..base.messages import Message, user_message
+from .compaction import Compactor
+from .fair import starved, take_turn
+from .output import FINAL_RESULT
+from .state import Interrupted, RunDeps, RunFailed, RunState, ToolCallRejected
+
+if TYPE_CHECKING:
+    from ..policy.options import AgentOptions
+    from .compaction import CompactableRun
+    from .model_caller import ModelCaller
+    from .tool_executor import ToolExecutor
+
+
+class StepLoop:
+    """The loop and its bookkeeping; the attributes are set by the run."""
+
+    _deps: RunDeps
+    _st: RunState
+    _model: ModelCaller
+    _tools: ToolExecutor
+    options: AgentOptions
+    cancelled: asyncio.Event
+    parent: Any
+    emit: Callable[[str, dict[str, Any]], None]
+
+    def _append(self, message: Message) -> None:
+        self._st.messages.append(message)
+        self._deps.store_append(message)
+
+    def _check_abort(self) -> None:
+        run: StepLoop | None = self
+        while run is not None:
+            if run.cancelled.is_set():
+                raise Interrupted()
+            run = run.parent
+
+    def _flush_instructions(self) -> None:
+        st = self._st
+        if not st.pending_instructions:
+            return
+        texts, st.pending_instructions = st.pending_instructions, []
+        self._append(user_message(
+            "[Instructions added during this task — follow them from now on]\n\n" + "\n\n".join(texts)
+        ))
+
+    async def _loop_steps(self) -> str | None:
+        deps = self._deps
+        st = self._st
+        guards = deps.guards
+        max_steps = self.options.max_steps
+        emit = self.emit
+        model = self._model
+        compactor = deps.compactor
+        # the stock compactor is asked whether it is due without a coroutine; another one is awaited as always
+        stock_compactor = type(compactor).maybe_compact is Compactor.maybe_compact
+        cancelled = self.cancelled
+        this = cast("CompactableRun", self)  # the run, as the compactor reads it
+        top_level = self.parent is None  # a subagent also stops when a run above it is aborted
+        while True:
+            if top_level:
+                if cancelled.is_set():
+                    raise Interrupted()
+            else:
+                self._check_abort()
+            if starved():  # many runs on one loop: take turns with timers and I/O (run.fair)
+                await take_turn()
+                self._check_abort()
+            if st.step >= max_steps:
+                raise RunFailed(
+                    AgentErrorInfo.from_code(
+                        "run_max_steps",
+                        f"the run reached max_steps={max_steps} without finishing",
+                        details={"max_steps": max_steps},
+                    )
+                )
+            st.step += 1
+            step = st.step
+            emit("step.started", {"step": step})
+            if (not stock_compactor or compactor.due(this) is not None) and await compactor.maybe_compact(
+                this, model.summarise
+            ):
+                # instructions summarised away are given again after the summary
+                kept = str(st.messages)
+                st.pending_instructions = [t for t in st.instructions if t not in kept]
+            if st.pending_instructions:
+                self._flush_instructions()
+            request = model.unhooked_request() or await model.build_request(step)
+            try:
+                reply, finish_reason = await model.call(request, step)
+            except ToolCallRejected as rejected:
+                st.rejected_calls += 1
+                limit = guards.repeated_tool_error
+                if limit and st.rejected_calls > limit:
+                    raise RunFailed(
+                        AgentErrorInfo.from_code(
+                            "run_repeated_error",
+                            f"the provider rejected the model's tool calls {st.rejected_calls} times in a row; "
+                            f"last: {rejected.info.message}",
+                            details={"cause": rejected.info.to_dict(), "count": st.rejected_calls},
+                        )
+                    ) from None
+                self.emit("run.warning", {"error": rejected.info.to_dict(), "attempt": None, "retry_in_ms": None})
+                self._append(user_message(rejected.feedback))
+                emit("step.ended", {"step": step, "tool_calls": 0, "finish_reason": "tool_call_rejected"})
+                continue
+            st.rejected_calls = 0
+
+            calls: list[dict[str, Any]] = []
+            has_text = False
+            for b in reply["content"]:
+                kind = b["type"]
+                if kind == "tool_call":
+                    calls.append(b)
+                elif kind == "text" and not has_text and b["text"].strip():
+                    has_text = True
+            if not calls and not has_text:
+                st.empty_replies += 1
+                limit = guards.empty_responses
+                if limit and st.empty_replies >= limit:
+                    raise RunFailed(
+                        AgentErrorInfo.from_code(
+                            "run_empty_responses", f"the model returned {st.empty_replies} empty replies in a row"
+                        )
+                    )
+                info = AgentErrorInfo.from_code(
+                    "provider_error", "the model returned an empty reply; asking it to continue", severity="warning",
+                )
+                emit("run.warning", {"error": info.to_dict(), "attempt": None, "retry_in_ms": None})
+                self._append(
+                    user_message(
+                        "Your last reply was empty. Continue the task: call a tool, or answer in text "
+                        "(call finish_task when you are done)."
+                    )
+                )
+                emit("step.ended", {"step": step, "tool_calls": 0, "finish_reason": finish_reason})
+                continue
+            st.empty_replies = 0
+            self._append(reply)
+            if not calls:
+                emit("step.ended", {"step": step, "tool_calls": 0, "finish_reason": finish_reason})
+                if st.output is None:
+                    return "".join(b["text"] for b in reply["content"] if b["type"] == "text")
+                # a typed run ends only through final_result
+                stop = st.output.failed("the model answered in text instead of calling final_result")
+                if stop is not None:
+                    raise RunFailed(stop)
+                self._append(user_message(
+                    f"Give your final answer by calling the {FINAL_RESULT} tool (the result must match its schema), "
+                    f"not as text."
+                ))
+                continue
+
+            if len(calls) == 1:
+                results = [await self._tools.run_call(calls[0])]
+            else:
+                results = await self._tools.run_calls(calls)
+            self._append({"role": "tool", "content": results})
+            emit("step.ended", {"step": step, "tool_calls": len(calls), "finish_reason": finish_reason})
+            if st.stop is not None:
+                raise RunFailed(st.stop)
+            if st.finish_summary is not None:
+                return st.finish_summary
+            if guards.hard_stop and st.failing_commands >= guards.hard_stop:
+                raise RunFailed(
+                    AgentErrorInfo.from_code(
+                        "run_hard_stop",
+                        f"{st.failing_commands} commands failed in a row with no successful edit between",
+                        details={"failing_commands": st.failing_commands},
+                    )
+                )
