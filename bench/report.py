@@ -489,6 +489,23 @@ def sec_store(so: dict[str, Any]) -> str:
     ])
 
 
+def sec_layout(la: dict[str, Any]) -> str:
+    rows = [[name, v.get("before"), v.get("after"), v.get("after_over_before")] for name, v in la["ms"].items()]
+    return "\n".join([
+        "Start-up before and after the core moved from one flat folder into sub-packages (issue 27): the same "
+        "commands under two virtual environments in one run, alternating round by round (median of "
+        f"{la['rounds']} rounds × {la['runs']} runs): the commit before the move and this checkout, each with "
+        "every first-party plugin installed. Target: `smoke --help` after ≤ before.\n",
+        _table(["command", "before ms", "after ms", "after / before"], rows),
+        *(["\nInstructions of one run (valgrind's callgrind, `PYTHONHASHSEED=0`: the same count on every run, "
+           "whatever else the machine does):\n",
+           _table(["command", "before instructions", "after instructions", "after / before"],
+                  [[name, f"{v['before']:,}", f"{v['after']:,}", v["after_over_before"]]
+                   for name, v in la["instructions"].items()])] if la.get("instructions") else []),
+        f"\n`smoke --help` after ≤ before (instructions where counted): {la['verdict']}.",
+    ])
+
+
 SECTIONS = [
     ("startup", "1. Start-up", sec_startup),
     ("loop", "2. Loop overhead", sec_loop),
@@ -501,6 +518,7 @@ SECTIONS = [
     ("cache", "9. Prompt caching", sec_cache),
     ("batch", "10. Batch engines", sec_batch),
     ("store", "11. Session stores", sec_store),
+    ("layout", "12. Start-up across the core's move", sec_layout),
 ]
 
 
@@ -577,6 +595,7 @@ def render(d: dict[str, Any]) -> str:
         "python bench/bench_cache.py        # 8: cacheable share of prompt tokens over a 30-step run (o200k)",
         "python bench/bench_batch.py        # 10: smoke batch, local engine vs Ray (2 workers): --only local|ray",
         "python bench/bench_store.py        # 11: SQLiteStore vs PostgresStore: append latency, 10,000-message load",
+        "python bench/bench_layout.py --before-python VENV/bin/python  # 12: smoke --help before/after the core's move",
         "python bench/report.py             # re-render this page from bench/results/latest.json",
         "```",
         "",

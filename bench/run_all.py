@@ -37,6 +37,8 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str], float]] = {
     "cache": ("bench_cache.py", [], ["--steps", "12"], 300),
     "batch": ("bench_batch.py", [], ["--tasks", "40"], 1200),
     "store": ("bench_store.py", [], ["--appends", "200", "--messages", "2000"], 300),
+    # needs --before-python (a venv with the core before issue 27's move); skipped without it
+    "layout": ("bench_layout.py", [], ["--rounds", "3", "--runs", "5"], 600),
 }
 
 DISTS = ("smoke-core", "smoke-tools-filesystem", "smoke-tools-search", "smoke-tools-terminal", "smoke-tools-git",
@@ -72,6 +74,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke test of the scripts)")
     ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/performance.md")
     ap.add_argument("--output", default=str(BENCH / "results" / "latest.json"))
+    ap.add_argument("--before-python", help="python of a venv with the core before issue 27 (for `layout`)")
     args = ap.parse_args()
     names = [n.strip() for n in args.only.split(",")] if args.only else list(BENCHMARKS)
     unknown = [n for n in names if n not in BENCHMARKS]
@@ -86,7 +89,12 @@ def main() -> None:
         script, normal, quick, timeout = BENCHMARKS[name]
         print(f"== {name} ({script}) ...", flush=True)
         t0 = time.perf_counter()
-        results[name] = run_child(script, *(quick if args.quick else normal), timeout=timeout)
+        extra = ["--before-python", args.before_python] if name == "layout" and args.before_python else []
+        if name == "layout" and not extra:
+            results[name] = {"error": "skipped: needs --before-python (a venv with the core before issue 27)"}
+            print("   skipped: needs --before-python\n", flush=True)
+            continue
+        results[name] = run_child(script, *(quick if args.quick else normal), *extra, timeout=timeout)
         elapsed[name] = round(time.perf_counter() - t0, 1)
         module = importlib.import_module(script[:-3])
         res = results[name]

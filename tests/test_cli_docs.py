@@ -10,12 +10,8 @@ from pathlib import Path
 import click
 import pytest
 
-from smoke_core.cli import batch as _batch
 from smoke_core.cli import builtins as _builtins
 from smoke_core.cli import commands as _commands
-from smoke_core.cli import doctor as _doctor
-from smoke_core.cli import install as _install
-from smoke_core.cli import scaffold as _scaffold
 from smoke_core.run.slash import BUILTIN_COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,8 +19,8 @@ CLI_DOC = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
 CORE_COMMANDS = [
     _commands.run_command, _commands.chat_command, _commands.demo_command, _commands.sessions_group,
     _commands.plugins_command, _commands.providers_command, _commands.tools_command, _commands.trust_command,
-    _commands.permissions_command, _doctor.doctor_command, _batch.batch_command,
-    _install.install_command, _install.uninstall_command, _scaffold.plugin_group,
+    _commands.permissions_command, _commands.doctor_command, _commands.batch_command,
+    _commands.install_command, _commands.uninstall_command, _commands.plugin_group,
 ]
 
 

@@ -55,7 +55,12 @@ class SmokeGroup(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         import logging  # only when a command runs, not for --help
 
+        from ..hooks.manager import provider_env_vars
+        from ..policy.secrets import set_provider_vars_loader
+
         logging.basicConfig(level=logging.DEBUG if _debug() else logging.WARNING, format="%(message)s")
+        # children a command starts never see a key variable an installed provider declares
+        set_provider_vars_loader(provider_env_vars)
         return super().invoke(ctx)
 
 

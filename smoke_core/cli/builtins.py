@@ -17,18 +17,14 @@ if TYPE_CHECKING:
 
 @hookimpl
 def register_commands(cli: click.Group) -> None:
-    from . import batch as _batch
     from . import commands as _commands
-    from . import doctor as _doctor
-    from . import install as _install
-    from . import scaffold as _scaffold
 
     for command in (
         _commands.run_command, _commands.chat_command, _commands.demo_command, _commands.sessions_group,
         _commands.plugins_command, _commands.providers_command, _commands.tools_command,
-        _commands.trust_command, _commands.permissions_command, _doctor.doctor_command,
-        _batch.batch_command,
-        _install.install_command, _install.uninstall_command, _scaffold.plugin_group,
+        _commands.trust_command, _commands.permissions_command, _commands.doctor_command,
+        _commands.batch_command,
+        _commands.install_command, _commands.uninstall_command, _commands.plugin_group,
     ):
         cli.add_command(command)
 

@@ -93,10 +93,8 @@ def gather() -> dict[str, Any]:
     return {"checks": checks, "sandbox": st.to_dict()}
 
 
-@click.command("doctor")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def doctor_command(as_json: bool) -> None:
-    """Show what this machine offers (sandbox, ripgrep, git, node, chromium) and what a missing piece disables."""
+def doctor_impl(as_json: bool) -> None:
+    """``smoke doctor``: the report, as text or JSON."""
     import json
 
     report = gather()

@@ -27,28 +27,6 @@ CORE_DISTRIBUTION = "smoke-core"
 EXIT_USAGE = 2
 
 
-# ---------------------------------------------------------------- commands
-# (only click at import time: `smoke --help` loads this module)
-
-
-@click.command("install")
-@click.argument("names", nargs=-1, metavar="NAME...")
-@click.option("--upgrade", "-U", is_flag=True, help="Upgrade the named packages to their newest versions.")
-@click.option("--editable", "-e", is_flag=True, help="Install the named folders in editable mode (a plugin you are writing).")
-def install_command(names: tuple[str, ...], upgrade: bool, editable: bool) -> None:
-    """Install plugins (package names, paths or URLs) into the environment
-    Smoke runs in, with its own pip; `smoke plugins` shows them at once."""
-    install_impl(names, upgrade=upgrade, editable=editable)
-
-
-@click.command("uninstall")
-@click.argument("names", nargs=-1, metavar="NAME...")
-@click.option("--yes", "-y", is_flag=True, help="Do not ask pip for confirmation.")
-def uninstall_command(names: tuple[str, ...], yes: bool) -> None:
-    """Remove plugins from the environment Smoke runs in."""
-    uninstall_impl(names, yes=yes)
-
-
 # ---------------------------------------------------------------- the environment
 
 

@@ -22,19 +22,8 @@ TEMPLATE = Path(__file__).parent / "plugin_template"
 _PROJECT_NAME = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.I)
 
 
-@click.group("plugin")
-def plugin_group() -> None:
-    """Write Smoke plugins (`smoke plugins` lists the installed ones)."""
-
-
-@plugin_group.command("new")
-@click.argument("name")
-@click.option("--directory", "-d", default=".", type=click.Path(file_okay=False),
-              help="Create the package folder in this folder (default: the current one).")
-@click.option("--description", default=None, help="The one-line summary in pyproject.toml and the README.")
-def new_command(name: str, directory: str, description: str | None) -> None:
-    """Create the plugin package NAME (e.g. acme-tools): an example tool, a
-    hook, a README and tests that pass. Then: `cd NAME && smoke install -e '.[test]' && pytest`."""
+def new_impl(name: str, directory: str, description: str | None) -> None:
+    """``smoke plugin new NAME``."""
     try:
         names = plugin_names(name)
         target = create_plugin(names, Path(directory), description=description)

@@ -28,7 +28,6 @@ import pluggy
 from .. import hookspecs
 from ..base.markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl
 from ..base.version import PLUGIN_API_VERSION, __version__
-from ..policy import secrets
 from .runner import HookRunner, PluginRefused, check_plugin
 
 
@@ -375,9 +374,8 @@ def collect_providers(pm: SmokePluginManager) -> Any:
     return registry
 
 
-def _provider_env_vars() -> list[str]:
-    """The key variables installed providers declare (for smoke_core.policy.secrets)."""
+def provider_env_vars() -> list[str]:
+    """The key variables installed providers declare (``register(..., env_var=...)``),
+    for :func:`smoke_core.policy.secrets.set_provider_vars_loader`."""
     return [s.env_var for s in collect_providers(create_plugin_manager()).specs() if s.env_var]
 
-
-secrets.set_provider_vars_loader(_provider_env_vars)

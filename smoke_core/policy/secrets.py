@@ -30,32 +30,37 @@ MIN_SECRET_LENGTH = 8
 MASK = "***"
 
 _registered_values: set[str] = set()
-_provider_vars: frozenset[str] | None = None
-#: How to learn the key variables installed providers declare (``register(..., env_var=...)``).
-#: The plugin manager hands it in when it is loaded (smoke_core.hooks), so this module never
-#: imports the layer above it.
+#: Key variables declared by installed providers (``register(..., env_var=...)``): this module
+#: never asks the plugin manager (a layer above it) — whoever loaded the plugins hands them in,
+#: as names (``create_agent``) or as a loader asked on first need (the ``smoke`` command).
+_declared_vars: set[str] = set()
 _provider_vars_loader: Callable[[], Iterable[str]] | None = None
 
 
+def declare_secret_names(names: Iterable[str]) -> None:
+    """Treat these environment variables as holding secrets (a provider's key variable)."""
+    new = {n for n in names if n} - _declared_vars
+    if new:
+        _declared_vars.update(new)
+        is_secret_name.cache_clear()
+
+
 def set_provider_vars_loader(loader: Callable[[], Iterable[str]]) -> None:
-    """Tell this module how to find the key variables of installed providers
-    (called once by the plugin manager; asked on first need, then kept)."""
-    global _provider_vars_loader, _provider_vars
-    _provider_vars_loader, _provider_vars = loader, None
+    """Learn the key variables of installed providers from ``loader`` when first needed."""
+    global _provider_vars_loader
+    _provider_vars_loader = loader
     is_secret_name.cache_clear()
 
 
-def _installed_provider_vars() -> frozenset[str]:
-    """Key variables named by installed providers; none known before a loader is handed in."""
-    global _provider_vars
-    if _provider_vars is None:
-        if _provider_vars_loader is None:
-            return frozenset()
+def _installed_provider_vars() -> set[str]:
+    global _provider_vars_loader
+    loader, _provider_vars_loader = _provider_vars_loader, None
+    if loader is not None:
         try:
-            _provider_vars = frozenset(_provider_vars_loader())
+            declare_secret_names(loader())
         except Exception:  # a broken plugin must not stop commands from running
-            _provider_vars = frozenset()
-    return _provider_vars
+            pass
+    return _declared_vars
 
 
 @functools.lru_cache(maxsize=4096)

@@ -15,6 +15,7 @@ from ..hooks.runner import AsyncRegistration, HookRunner
 from ..policy.gate import PermissionGate
 from ..policy.options import AgentOptions, Guards
 from ..policy.sandbox.settings import SandboxSettings
+from ..policy.secrets import declare_secret_names
 from ..store.protocol import MemoryStore, Store
 from ..tools.definitions import TOOL_GROUPS, ToolDefinition, ToolRegistry
 from ..tools.workspace import Workspace
@@ -135,6 +136,7 @@ def create_agent(
                                 trust=trust_workspace, specs=specs)
 
     providers = collect_providers(pm)
+    declare_secret_names(s.env_var for s in providers.specs() if s.env_var)
     if provider is not None and not isinstance(provider, str):
         chosen: str | Provider | None = provider
         chosen_model, chosen_url = resolved.values["model"], resolved.values["base_url"]
