@@ -22,6 +22,7 @@ import http.server
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -220,9 +221,13 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 def local_index(dist_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """Smoke's wheels and the tutorial's third-party plugin, served on 127.0.0.1."""
     example = tmp_path_factory.mktemp("example-wheel")
+    # built from a copy: setuptools writes build/ inside the source folder, and two workers
+    # building the same folder at once collide ("File exists: build/bdist.../...dist-info")
+    source = tmp_path_factory.mktemp("example-source") / EXAMPLE.name
+    shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
-         "--wheel-dir", str(example), str(EXAMPLE)],
+         "--wheel-dir", str(example), str(source)],
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr

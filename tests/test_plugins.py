@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -34,9 +35,12 @@ def smoke_cli(*args: str, env_extra: dict[str, str] | None = None, cwd: Path | N
 def pip_install_into(site: Path, source: Path) -> None:
     """pip-install the package at ``source`` as a real distribution (offline)
     into the folder ``site``, never into the test environment itself."""
+    # from a copy: setuptools builds inside the source folder, and two builds of one folder collide
+    copy = site.parent / f"{site.name}-source" / source.name
+    shutil.copytree(source, copy, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "-q",
-         "--target", str(site), str(source)],
+         "--target", str(site), str(copy)],
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
