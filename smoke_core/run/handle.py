@@ -22,6 +22,7 @@ from typing import Any
 
 from ..base.errors import AgentError, AgentErrorInfo
 from ..base.messages import Message
+from ..base.prompts import tailor_system_prompt
 from ..policy.rules import PermissionRequest
 from ..tools.context import ToolContext
 from ..tools.definitions import ToolDefinition
@@ -198,8 +199,10 @@ class RunHandle(StepLoop, SubagentRunner):
         return True
 
     def system_prompt(self) -> str | None:
-        """The system prompt: the same for every model call of the run."""
-        return self._deps.system_prompt
+        """The system prompt: the same for every model call of the run (the
+        default one names only the tools the run exposes)."""
+        st = self._st
+        return st.system if st.tools_fixed else self._deps.system_prompt
 
     def abort(self) -> None:
         """Stop the run now (safe from any thread): the model stream is closed,
@@ -324,6 +327,7 @@ class RunHandle(StepLoop, SubagentRunner):
                 ))
             exposed[FINAL_RESULT] = st.output.tool()
         st.tools = exposed
+        st.system = tailor_system_prompt(self._deps.system_prompt, exposed)
         st.tools_fixed = True
         st.schemas = [t.provider_schema() for t in exposed.values()]
 
