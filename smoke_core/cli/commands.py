@@ -30,9 +30,28 @@ def _agent_options(fn: Any) -> Any:
     return fn
 
 
+def _model_options(fn: Any) -> Any:
+    """How ``smoke run`` calls the model (the settings keys of the same names)."""
+    for option in reversed((
+        click.option("--tool-calls", type=click.Choice(["native", "inline", "constrained", "auto"]), default=None,
+                     help="How tool calls travel (OpenAI-compatible providers): native, inline (in the text), "
+                          "constrained (in the text, held to the tools' schemas by the server), auto."),
+        click.option("--context-window", type=click.IntRange(min=1000), default=None,
+                     help="The model's context window in tokens (default: what the server says)."),
+        click.option("--max-tokens", type=click.IntRange(min=1), default=None,
+                     help="The most tokens one reply may have."),
+        click.option("--temperature", type=click.FloatRange(0, 2), default=None, help="Sampling temperature."),
+        click.option("--top-p", type=click.FloatRange(0, 1, min_open=True), default=None, help="Nucleus sampling."),
+        click.option("--seed", type=int, default=None, help="Sampling seed (where the server honours it)."),
+    )):
+        fn = option(fn)
+    return fn
+
+
 @click.command("run")
 @click.argument("task", required=False)
 @_agent_options
+@_model_options
 @click.option("--json", "as_json", is_flag=True, help="Write every event as one JSON line to stdout.")
 @click.option("--image", "images", multiple=True, type=click.Path(dir_okay=False),
               help="Attach an image (PNG, JPEG, GIF, WebP) to the task; repeat for several.")

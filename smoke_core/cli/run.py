@@ -24,6 +24,8 @@ from .prompts import prompt_choice
 from .render import TerminalUI, is_interactive
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: ``smoke run``'s flags for the model call (settings keys of the same names)
+MODEL_FLAGS = ("tool_calls", "context_window", "max_tokens", "temperature", "top_p", "seed")
 
 
 # ---------------------------------------------------------------- running
@@ -120,6 +122,7 @@ class AgentSetup:
                 session_id=session_id, max_steps=self.flags.get("max_steps"),
                 auto_approve=self.flags.get("auto_approve"), trust_workspace=self.resolved.trusted,
                 model_settings=None if self.stream else {"stream": False},
+                **{k: self.flags[k] for k in MODEL_FLAGS if k in self.flags},
             )
         except (ConfigError, ValueError, TypeError, OSError) as exc:
             raise SetupError(cli_words(exc)) from None
@@ -142,7 +145,8 @@ class SetupError(Exception):
 
 
 def prepare(workspace: str, provider: str | None, model: str | None, base_url: str | None,
-            max_steps: int | None, yes: bool, no_stream: bool, *, interactive: bool) -> AgentSetup:
+            max_steps: int | None, yes: bool, no_stream: bool, *, interactive: bool,
+            model_flags: dict[str, Any] | None = None) -> AgentSetup:
     """Resolve settings, provider and model for ``smoke run`` / ``smoke chat``;
     a mistake is :class:`SetupError` worded for the command line."""
     from ..base.errors import ConfigError, NoProviderError
@@ -154,7 +158,8 @@ def prepare(workspace: str, provider: str | None, model: str | None, base_url: s
 
     ws = Path(workspace).resolve()
     flags: dict[str, Any] = {"provider": provider, "model": model, "base_url": base_url, "max_steps": max_steps,
-                             "auto_approve": True if yes else None, "stream": False if no_stream else None}
+                             "auto_approve": True if yes else None, "stream": False if no_stream else None,
+                             **(model_flags or {})}
     flags = {k: v for k, v in flags.items() if v is not None}
     try:
         pm = create_plugin_manager()
@@ -259,15 +264,18 @@ def wants_chat(task: str | None, as_json: bool, images: tuple[str, ...], output_
 
 def run_impl(task: str, workspace: str, provider: str | None, model: str | None, base_url: str | None,
              session: str | None, yes: bool, as_json: bool, max_steps: int | None, no_stream: bool = False,
-             images: tuple[str, ...] = (), output_schema: str | None = None) -> None:
+             images: tuple[str, ...] = (), output_schema: str | None = None, **model_flags: Any) -> None:
     """Run TASK with a model in the workspace (no TASK at a terminal: ``smoke chat``)."""
     from ..run.agent import new_session_id
 
     if not task.strip():
         _fail('TASK is empty: say what the agent should do, e.g. smoke run "fix the failing test"')
     try:
+        unknown = set(model_flags) - set(MODEL_FLAGS)
+        if unknown:
+            raise TypeError(f"run_impl() got unexpected keyword arguments {sorted(unknown)}")
         setup = prepare(workspace, provider, model, base_url, max_steps, yes, no_stream,
-                        interactive=not as_json and is_interactive())
+                        interactive=not as_json and is_interactive(), model_flags=model_flags)
         parts: list[Any] = [task, *_load_images(images)]
         output = output_type_from_schema(output_schema) if output_schema else None
     except SetupError as exc:

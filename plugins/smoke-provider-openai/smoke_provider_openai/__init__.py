@@ -54,7 +54,7 @@ class Preset:
     #: what to ask the server about itself before a run: ``"llamacpp"`` (``/props``), ``"ollama"``
     #: (``/api/show``), ``"llamacpp?"`` (try ``/props``, quietly: any server), or None
     server: str | None = None
-    #: how ``tool_calls: constrained`` sends its schema: ``"json_schema"`` (llama.cpp) or ``"response_format"``
+    #: how ``tool_calls: constrained`` holds the reply: ``"grammar"`` (llama.cpp's GBNF) or ``"response_format"``
     constraint: str = "response_format"
 
     @property
@@ -116,7 +116,7 @@ PRESETS: dict[str, Preset] = {
             "llamacpp", "http://localhost:8080/v1", "LLAMACPP_API_KEY", None,
             "llama.cpp's llama-server on this machine (key only if started with --api-key)",
             key_required=False, base_url_env="LLAMACPP_BASE_URL", tool_calls="auto", server="llamacpp",
-            constraint="json_schema",
+            constraint="grammar",
         ),
         Preset(
             "openai-compatible", None, "OPENAI_COMPATIBLE_API_KEY", None,

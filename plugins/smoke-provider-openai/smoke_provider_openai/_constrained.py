@@ -70,15 +70,18 @@ def reply_schema(tools: list[dict[str, Any]], *, text: bool = True) -> dict[str,
     return schema
 
 
-def constrained_prompt(tools: list[dict[str, Any]]) -> str:
-    """The system-prompt section that offers ``tools`` when the reply is constrained to :func:`reply_schema`."""
+def constrained_prompt(tools: list[dict[str, Any]], *, json_text: bool = False) -> str:
+    """The system-prompt section that offers ``tools`` when the reply is
+    constrained (``json_text``: text must be a JSON string, as with
+    :func:`reply_schema`; else plain text, as with the grammar)."""
+    call = '{"name": "<tool name>", "arguments": {<the tool\'s arguments>}}'
+    how = (f"Reply with JSON only: either one tool call, an object {call}, or, when you need no tool, a JSON string "
+           f'holding your answer to the user, such as "The file says hello.".' if json_text else
+           f"To call a tool, reply with only a JSON object {call}. When you need no tool, reply in plain text.")
     lines = [
         "# Tools",
         "",
-        "You can call the tools below. Reply with JSON only: either one tool call, an object "
-        '{"name": "<tool name>", "arguments": {<the tool\'s arguments>}}, or, when you need no tool, a JSON '
-        'string holding your answer to the user, such as "The file says hello.". Tool results come back in '
-        "<tool_response> blocks.",
+        f"You can call the tools below, one call per reply. {how} The result of each call comes back in the next message.",
         "",
         "<tools>",
     ]
@@ -154,15 +157,17 @@ class _StringDecoder:
 class ConstrainedReply:
     """The streamed text of a constrained reply → the text a person sees and the call.
 
-    A reply that opens with ``"`` is text: its characters stream as they are
-    decoded. One that opens with ``{`` or ``[`` is held until the end and
+    With ``json_text`` (the schema of :func:`reply_schema`), a reply that
+    opens with ``"`` is text: its characters stream as they are decoded. A
+    reply that opens with ``{`` or ``[`` is held until the end and
     read as a call (a call of an exposed tool that does not validate still
     goes to the loop, which tells the model what is wrong). Anything else
     means the server did not apply the constraint: the reply is read as an
     inline reply (every text form of a call)."""
 
-    def __init__(self, tools: list[dict[str, Any]]) -> None:
+    def __init__(self, tools: list[dict[str, Any]], *, json_text: bool = False) -> None:
         self.tools = tools
+        self.json_text = json_text
         self.checker = CallChecker(tools)
         self._state = "start"
         self._held = ""
@@ -180,7 +185,7 @@ class ConstrainedReply:
             if not stripped:
                 return ""
             text, self._held = stripped, ""
-            if text[0] == '"':
+            if text[0] == '"' and self.json_text:
                 self._state, text = "string", text[1:]
             elif text[0] in "{[":
                 self._state = "json"

@@ -106,30 +106,32 @@ def call_text(name: str, arguments: Any) -> str:
     return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False) + "\n</tool_call>"
 
 
-def bare_call_text(name: str, arguments: Any) -> str:
-    return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
-
-
-def _result_blocks(result: dict[str, Any]) -> list[dict[str, Any]]:
+def _result_blocks(result: dict[str, Any], told: str | None = None) -> list[dict[str, Any]]:
     texts = [b.get("text", "") for b in result.get("content") or [] if b.get("type") == "text"]
     images = [b for b in result.get("content") or [] if b.get("type") == "image"]
     body = "\n".join(texts)
     if result.get("is_error"):
         body = f"Error: {body}"
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": f"<tool_response>\n{body}\n</tool_response>"}]
+    # told: the call in words before its result, plainly (a small model echoes <tool_response> tags)
+    text = f"{told}It {'failed' if result.get('is_error') else 'returned'}:\n{body}\n" if told is not None else \
+        f"<tool_response>\n{body}\n</tool_response>"
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
     blocks.extend(images)
     return blocks
 
 
 def inline_request(request: ModelRequest, *, drop_settings: frozenset[str] = frozenset(),
-                   prompt: Any = None, render_call: Any = None) -> ModelRequest:
+                   prompt: Any = None, describe_calls: bool = False) -> ModelRequest:
     """``request`` for a server without native tools: no ``tools``, the tools
     described in the system prompt (``prompt(tools)``, default
-    :func:`tools_prompt`), tool calls (``render_call(name, arguments)``,
-    default :func:`call_text`) and results as text, and consecutive user
-    turns merged (many chat templates require alternation)."""
+    :func:`tools_prompt`), tool calls and results as text, and consecutive
+    user turns merged (many chat templates require alternation).
+
+    ``describe_calls``: a call is not shown as the assistant's own text but
+    told with its result ("You called read_file {...}. It returned: ...") —
+    a small model shown its last call verbatim tends to write it again."""
     prompt = prompt or tools_prompt
-    render_call = render_call or call_text
+    called: dict[str, str] = {}
     messages: list[dict[str, Any]] = []
 
     def add(role: str, blocks: list[dict[str, Any]]) -> None:
@@ -150,7 +152,11 @@ def inline_request(request: ModelRequest, *, drop_settings: frozenset[str] = fro
                 if b.get("type") == "text" and b.get("text"):
                     parts.append(b["text"])
                 elif b.get("type") == "tool_call":
-                    parts.append(render_call(b["name"], b.get("input") or {}))
+                    if describe_calls:
+                        called[b.get("id", "")] = (f"You called {b['name']} "
+                                                   f"{json.dumps(b.get('input') or {}, ensure_ascii=False)}. ")
+                    else:
+                        parts.append(call_text(b["name"], b.get("input") or {}))
             text = "\n".join(p.strip("\n") if p.startswith("<tool_call>") else p for p in parts)
             add("assistant", [{"type": "text", "text": text}] if text else [])
         elif role == "tool":
@@ -159,7 +165,8 @@ def inline_request(request: ModelRequest, *, drop_settings: frozenset[str] = fro
                 if b.get("type") == "tool_result":
                     if out:
                         out.append({"type": "text", "text": "\n"})
-                    out.extend(_result_blocks(b))
+                    told = called.pop(b.get("tool_call_id", ""), None)
+                    out.extend(_result_blocks(b, told))
             add("user", out)
         else:
             add("user", [dict(b) for b in blocks])
@@ -273,6 +280,9 @@ class InlineToolParser:
     _out: list[str] = field(default_factory=list)
     #: nothing but whitespace was shown since the last line break (bare JSON may start here)
     _line_blank: bool = True
+    #: the reply wrote a call it had already written: a small model looping on its call (the
+    #: provider stops reading there instead of waiting for max_tokens)
+    repeated: bool = False
 
     def __post_init__(self) -> None:
         self.checker = CallChecker(self.tools)
@@ -437,11 +447,14 @@ class InlineToolParser:
 
     # -- the end ---------------------------------------------------------------
 
-    def finish(self) -> tuple[str, list[ToolCallRequest]]:
+    def finish(self, *, drop_pending: bool = False) -> tuple[str, list[ToolCallRequest]]:
         """The remaining text and every call; raises ``tool_invalid_input``
-        when a call named no tool (never with ``strict``)."""
+        when a call named no tool (never with ``strict``). ``drop_pending``:
+        the reply was cut short on purpose, so what is half read is dropped."""
         text: list[str] = []
         self._out = text
+        if drop_pending:
+            self._form, self._call, self._buf = None, "", ""
         if self._form is not None:
             form, body = self._form, self._call + self._buf
             self._buf = ""
@@ -569,6 +582,7 @@ class InlineToolParser:
             arguments = json.dumps(args)  # not an object: the loop reports it to the model
         key = name + "\0" + (json.dumps(arguments, sort_keys=True) if isinstance(arguments, dict) else arguments)
         if key in self._seen:
+            self.repeated = True
             return  # the same call twice in one reply (a small model repeating itself) runs once
         self._seen.add(key)
         self.calls.append(ToolCallRequest(id=call_id or _new_id(), name=name, arguments=arguments))

@@ -37,7 +37,8 @@ from smoke_core.providers import (
 
 from . import _capabilities
 from ._constrained import ConstrainedReply, constrained_prompt, reply_schema
-from ._inline import InlineToolParser, bare_call_text, inline_request
+from ._gbnf import tool_grammar
+from ._inline import InlineToolParser, inline_request
 from ._wire import StreamAssembler, build_body, events_from_completion
 
 if TYPE_CHECKING:
@@ -119,8 +120,9 @@ class OpenAIChatProvider(HTTPProvider):
     (``response_timeout``, ``progress_timeout``, ``max_response_bytes``,
     ``max_line_bytes``). ``server``: what kind of server to ask about itself
     before a run (``"llamacpp"``: ``/props``; ``"ollama"``: ``/api/show``;
-    None); ``constraint``: how a constrained request carries its schema
-    (``"json_schema"``, llama.cpp's field, or ``"response_format"``). One
+    None); ``constraint``: how a constrained request holds the reply
+    (``"grammar"``: llama.cpp's GBNF, text or one call; ``"response_format"``:
+    a JSON Schema, text as a JSON string or one call). One
     ``httpx.AsyncClient`` per instance, created on first use; release it with
     :meth:`aclose` (``agent.aclose()`` does it).
     """
@@ -162,8 +164,8 @@ class OpenAIChatProvider(HTTPProvider):
             raise ValueError(f"server: expected 'llamacpp', 'ollama' or None, got {server!r}")
         #: the kind of server to ask about itself ("llamacpp?": try /props, quietly)
         self.server = server
-        if constraint not in ("json_schema", "response_format"):
-            raise ValueError(f"constraint: expected 'json_schema' or 'response_format', got {constraint!r}")
+        if constraint not in ("grammar", "response_format"):
+            raise ValueError(f"constraint: expected 'grammar' or 'response_format', got {constraint!r}")
         self.constraint = constraint
         # models whose server refused the tools parameter, dropped them, or rejected the schema of
         # constrained mode: their calls go inline (shared with with_model() clones)
@@ -291,18 +293,18 @@ class OpenAIChatProvider(HTTPProvider):
             yield event
 
     async def _stream_constrained(self, request: ModelRequest, model: str) -> AsyncIterator[ProviderEvent]:
-        schema = reply_schema(request.tools)
-        sent = inline_request(request, drop_settings=NATIVE_TOOL_SETTINGS, prompt=constrained_prompt,
-                              render_call=bare_call_text)
-        if self.server_kind(model) == "llamacpp" or self.constraint == "json_schema":
-            sent.settings["json_schema"] = schema
-        else:
-            sent.settings["response_format"] = {"type": "json_schema",
-                                                "json_schema": {"name": "smoke_reply", "schema": schema}}
+        grammar = self.server_kind(model) == "llamacpp" or self.constraint == "grammar"
+        sent = inline_request(request, drop_settings=NATIVE_TOOL_SETTINGS, describe_calls=True,
+                              prompt=lambda tools: constrained_prompt(tools, json_text=not grammar))
+        if grammar:  # llama.cpp: text stays plain text
+            sent.settings["grammar"] = tool_grammar(request.tools)
+        else:  # vLLM, Ollama, LM Studio: their structured outputs take a JSON Schema
+            sent.settings["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "smoke_reply", "schema": reply_schema(request.tools)}}
         sent_any = False
         try:
             async for event in self._read_text_calls(super().stream(sent), request.tools, strict=False,
-                                                     reply=ConstrainedReply(request.tools)):
+                                                     reply=ConstrainedReply(request.tools, json_text=not grammar)):
                 sent_any = True
                 yield event
             return
@@ -329,15 +331,27 @@ class OpenAIChatProvider(HTTPProvider):
         parser = reply if reply is not None else InlineToolParser(tools=tools, strict=strict)
         progress = _ArgumentProgress()
         finished = False
-        async for event in events:
-            if type(event) is TextDelta:
-                text = parser.feed(event.text)
-                if text:
-                    yield TextDelta(text)
-                grew = progress.update(parser.pending_chars, None)
-                if grew is not None:
-                    yield grew
-            elif type(event) is Finished:
+        try:
+            async for event in events:
+                if type(event) is TextDelta:
+                    text = parser.feed(event.text)
+                    if text:
+                        yield TextDelta(text)
+                    if getattr(parser, "repeated", False):
+                        # the model writes the same call again: it is looping; stop it here rather than
+                        # wait for max_tokens (closing the stream stops the generation)
+                        _, calls = parser.finish(drop_pending=True)
+                        for call in calls:
+                            yield call
+                        yield Finished("tool_calls")
+                        return
+                    grew = progress.update(parser.pending_chars, None)
+                    if grew is not None:
+                        yield grew
+                    continue
+                if type(event) is not Finished:
+                    yield event
+                    continue
                 rest, calls = parser.finish()
                 if rest:
                     yield TextDelta(rest)
@@ -346,8 +360,10 @@ class OpenAIChatProvider(HTTPProvider):
                 finished = True
                 reason = "tool_calls" if calls and event.reason in ("stop", "tool_calls") else event.reason
                 yield Finished(reason, event.model, event.response_id)
-            else:
-                yield event
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
         if not finished:
             rest, calls = parser.finish()
             if rest:
