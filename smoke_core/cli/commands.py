@@ -96,6 +96,8 @@ def providers_command(as_json: bool) -> None:
 @click.option("--yes", "-y", is_flag=True, help="Approve every call without asking.")
 @click.option("--json", "as_json", is_flag=True, help="Write every event as one JSON line to stdout.")
 @click.option("--workspace", "-w", default=None, type=click.Path(file_okay=False), help="Copy the sample project here instead of a temporary folder.")
+@click.option("--real", is_flag=True, help="Drive it with a real small model on this machine (llama-server and a "
+              "GGUF model from `nox -s realmodel`, or SMOKE_LLAMA_SERVER and SMOKE_LLAMA_MODEL).")
 def demo_command(**kwargs: object) -> None:
     """Watch a simulated model fix a real bug with the real harness (offline, no key)."""
     from .run import demo_impl

@@ -365,8 +365,9 @@ def _offer_trust(ws: Path, resolved: Any, flags: dict[str, Any], specs: Any) -> 
     return resolve_settings(ws, code=flags, code_origin="flag", trust=True, specs=specs)
 
 
-def demo_impl(yes: bool, as_json: bool, workspace: str | None) -> None:
-    """Watch a simulated model fix a real bug with the real harness (offline, no key)."""
+def demo_impl(yes: bool, as_json: bool, workspace: str | None, real: bool = False) -> None:
+    """Watch a simulated model fix a real bug with the real harness (offline,
+    no key); ``real``: a real small model on this machine drives it."""
     import subprocess
 
     from ..base.errors import ConfigError
@@ -376,15 +377,24 @@ def demo_impl(yes: bool, as_json: bool, workspace: str | None) -> None:
     auto = yes or not is_interactive()
     if auto and not yes and not as_json:
         click.echo("smoke demo: no terminal attached, so approvals are granted automatically (use --yes to say so).", err=True)
+    server = None
     try:
-        agent, project = create_demo_agent(workspace, auto_approve=auto)
+        if real:
+            agent, project, label, server = _real_demo(workspace, auto)
+        else:
+            agent, project = create_demo_agent(workspace, auto_approve=auto)
+            label = SIMULATION_LABEL
     except (RuntimeError, ConfigError) as exc:
         click.echo(f"smoke demo: {exc}", err=True)
         sys.exit(EXIT_USAGE)
     if not as_json:
         click.echo(f"sample project copied to {project}")
-    code, _ = _run_agent(agent, DEMO_TASK, as_json=as_json, approve=_approve_mode(as_json),
-                         label=SIMULATION_LABEL, yes=auto)
+    click.echo(f"smoke demo: the model is the {label}", err=True)
+    try:
+        code, _ = _run_agent(agent, DEMO_TASK, as_json=as_json, approve=_approve_mode(as_json), label=label, yes=auto)
+    finally:
+        if server is not None:
+            server.stop()
     if not as_json:
         proc = subprocess.run(
             [sys.executable, "-m", "unittest", "discover", "-s", "tests"], cwd=project,
@@ -394,6 +404,26 @@ def demo_impl(yes: bool, as_json: bool, workspace: str | None) -> None:
         click.echo(f"\nsample project tests after the run: {verdict} ({proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ''})")
         click.echo(f"the project is at {project}")
     sys.exit(code)
+
+
+def _real_demo(workspace: str | None, auto: bool) -> tuple[Any, Path, str, Any]:
+    """``smoke demo --real``: a llama-server on 127.0.0.1 and the demo agent it drives."""
+    from ..demo import create_real_demo_agent, real_demo_label
+    from ..demo.llama_server import LlamaServer, RealModelMissing, find_real_model
+
+    try:
+        found = find_real_model()
+    except RealModelMissing as exc:
+        raise RuntimeError(f"--real: {exc}") from None
+    threads = int(os.environ.get("SMOKE_LLAMA_THREADS") or min(4, os.cpu_count() or 1))
+    click.echo(f"smoke demo: starting llama-server with {found.model.name} ({threads} thread(s))...", err=True)
+    server = LlamaServer(found, alias="demo-model", ctx=8192, threads=threads).start()
+    try:
+        agent, project = create_real_demo_agent(server.url, "demo-model", workspace, auto_approve=auto)
+    except BaseException:
+        server.stop()
+        raise
+    return agent, project, real_demo_label(found.name, server.base_url or "?", found.source), server
 
 
 def sessions_list_impl(workspace: Path) -> None:
