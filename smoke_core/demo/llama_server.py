@@ -188,6 +188,8 @@ class LlamaServer:
                 proc.wait(5)
         if self._reader is not None:
             self._reader.join(5)
+        if proc.stderr is not None:
+            proc.stderr.close()
 
     def __enter__(self) -> LlamaServer:
         return self.start() if self._proc is None else self
