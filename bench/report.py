@@ -211,6 +211,23 @@ def summary(d: dict[str, Any]) -> tuple[str, list[str]]:
                              "(no target)", "",
                              f"SQLite {_v(sq.get('append_p50_ms'))} / {_v(sq.get('append_p99_ms'))} ms; "
                              f"{_v(sq.get('load_10k_ms'))} ms"])
+    rm = B.get("realmodel")
+    if rm is not None:
+        if _err(rm):
+            rows.append(["13 Real models", "—", _err(rm), "", "not measured", ""])
+        else:
+            md = rm["modes"]
+
+            def rate(mode: str) -> str:
+                m = md.get(mode)
+                return f"{m['success_rate']:.0%} ({m['solved']}/{m['runs']})" if m else "—"
+
+            add("13 Real models", f"tasks solved, constrained ÷ native ({rm['model']})",
+                f"{rm['constrained_over_native']}× ({rate('constrained')} vs {rate('native')})", "≥ 2×",
+                rm["verdicts"]["constrained_2x_native"], f"inline {rate('inline')}")
+            add("13 Real models", "at least one task solved end to end",
+                str(sum(m["solved"] for m in md.values())) + " runs solved", "≥ 1",
+                rm["verdicts"]["one_task_solved"], "")
     return _table(["benchmark", "measure", "Smoke", "target", "verdict", "peers, same run"], rows), misses
 
 
@@ -506,6 +523,31 @@ def sec_layout(la: dict[str, Any]) -> str:
     ])
 
 
+def sec_realmodel(rm: dict[str, Any]) -> str:
+    rows = [[f"`{mode}`", f"{m['solved']}/{m['runs']}", f"{m['success_rate']:.0%}", m["completed"], m["mean_steps"],
+             _v(m["mean_tokens"]), m["mean_output_tokens"], m["tool_calls_ok_per_run"], _v(m["mean_wall_s"]),
+             ", ".join(f"{k} {n}" for k, n in m["errors"].items()) or "—"] for mode, m in rm["modes"].items()]
+    modes = list(rm["modes"])
+    tasks = [[f"`{task}`", *[f"{by[m]}/{rm['seeds']}" for m in modes]] for task, by in rm["by_task"].items()]
+    return "\n".join([
+        f"The harness effect on a real small model: {len(rm['tasks'])} small fixed tasks (answer from a file, find "
+        f"a symbol, fix an off-by-one so a test passes, ...) run by {rm['model']} on this machine's CPU "
+        f"({rm['server']}, {rm['threads']} thread(s)), in each tool-call mode, with {rm['seeds']} seeds "
+        f"(temperature {rm['temperature']}), at most {rm['max_steps']} steps and {rm['max_tokens']} tokens a reply, "
+        f"the tools {', '.join(f'`{t}`' for t in rm['tools'])}. A task is solved when its check passes on the "
+        "workspace and the answer after the run, whatever the run's status. Same model, same server, same tasks: "
+        "only the way tool calls travel differs ([local models](providers.md#local-models)). "
+        f"The whole benchmark took {_v(rm['total_s'])} s.\n",
+        _table(["mode", "solved", "rate", "runs completed", "steps / run", "tokens / run", "output tokens / run",
+                "tool calls that ran / run", "wall s / run", "how the others ended"], rows),
+        "\nSolved per task (of the seeds):\n",
+        _table(["task", *[f"`{m}`" for m in modes]], tasks),
+        f"\nConstrained ÷ native success rate: {rm['constrained_over_native']} (target ≥ 2): "
+        f"{_verdict(rm['verdicts']['constrained_2x_native'])}; at least one task solved end to end: "
+        f"{_verdict(rm['verdicts']['one_task_solved'])}.",
+    ])
+
+
 SECTIONS = [
     ("startup", "1. Start-up", sec_startup),
     ("loop", "2. Loop overhead", sec_loop),
@@ -519,6 +561,7 @@ SECTIONS = [
     ("batch", "10. Batch engines", sec_batch),
     ("store", "11. Session stores", sec_store),
     ("layout", "12. Start-up across the core's move", sec_layout),
+    ("realmodel", "13. Real models: the harness effect", sec_realmodel),
 ]
 
 
@@ -596,6 +639,7 @@ def render(d: dict[str, Any]) -> str:
         "python bench/bench_batch.py        # 10: smoke batch, local engine vs Ray (2 workers): --only local|ray",
         "python bench/bench_store.py        # 11: SQLiteStore vs PostgresStore: append latency, 10,000-message load",
         "python bench/bench_layout.py --before-python VENV/bin/python  # 12: smoke --help before/after the core's move",
+        "python bench/bench_realmodel.py    # 13: Qwen2.5-Coder-0.5B on llama-server, native / inline / constrained",
         "python bench/report.py             # re-render this page from bench/results/latest.json",
         "```",
         "",

@@ -31,7 +31,7 @@ from .conftest import check_run, start
 pytestmark = pytest.mark.realmodel
 
 FAST = RetryPolicy(base_delay=0.05, max_delay=0.2)
-TASK = "What is the secret word in hello.txt? Read the file, then answer with the word."
+TASK = "What is the secret word in hello.txt? Use the tools."
 SMALL_TOOLS = ("read_file", "list_directory")
 
 

@@ -122,7 +122,9 @@ class OpenAIChatProvider(HTTPProvider):
     before a run (``"llamacpp"``: ``/props``; ``"ollama"``: ``/api/show``;
     None); ``constraint``: how a constrained request holds the reply
     (``"grammar"``: llama.cpp's GBNF, text or one call; ``"response_format"``:
-    a JSON Schema, text as a JSON string or one call). One
+    a JSON Schema, text as a JSON string or one call); ``call_first``
+    (constrained mode): the reply to the person's message must be a tool call,
+    text comes after a result (default True). One
     ``httpx.AsyncClient`` per instance, created on first use; release it with
     :meth:`aclose` (``agent.aclose()`` does it).
     """
@@ -142,6 +144,7 @@ class OpenAIChatProvider(HTTPProvider):
         cache_routing: str | None = None,
         server: str | None = None,
         constraint: str = "response_format",
+        call_first: bool = True,
         **options: Any,
     ) -> None:
         super().__init__(
@@ -167,6 +170,8 @@ class OpenAIChatProvider(HTTPProvider):
         if constraint not in ("grammar", "response_format"):
             raise ValueError(f"constraint: expected 'grammar' or 'response_format', got {constraint!r}")
         self.constraint = constraint
+        #: constrained mode: the first reply to the person's message must be a tool call
+        self.call_first = bool(call_first)
         # models whose server refused the tools parameter, dropped them, or rejected the schema of
         # constrained mode: their calls go inline (shared with with_model() clones)
         self._inline_models: set[str] = set()
@@ -296,11 +301,14 @@ class OpenAIChatProvider(HTTPProvider):
         grammar = self.server_kind(model) == "llamacpp" or self.constraint == "grammar"
         sent = inline_request(request, drop_settings=NATIVE_TOOL_SETTINGS, describe_calls=True,
                               prompt=lambda tools: constrained_prompt(tools, json_text=not grammar))
+        # the reply to the person's message must be a call (a small model answers from its guesses otherwise:
+        # "What does hello.txt say?" -> "hello"); after a tool result, text or a call
+        text = not (self.call_first and bool(request.messages) and request.messages[-1].get("role") == "user")
         if grammar:  # llama.cpp: text stays plain text
-            sent.settings["grammar"] = tool_grammar(request.tools)
+            sent.settings["grammar"] = tool_grammar(request.tools, text=text)
         else:  # vLLM, Ollama, LM Studio: their structured outputs take a JSON Schema
             sent.settings["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "smoke_reply", "schema": reply_schema(request.tools)}}
+                "name": "smoke_reply", "schema": reply_schema(request.tools, text=text)}}
         sent_any = False
         try:
             async for event in self._read_text_calls(super().stream(sent), request.tools, strict=False,

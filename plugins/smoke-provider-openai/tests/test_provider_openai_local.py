@@ -410,7 +410,9 @@ async def test_constrained_mode_sends_a_grammar_of_the_tools_and_reads_the_call(
         result, events = await _run(_agent(tmp_path, server, tool_calls="constrained"))
     assert result.status == "completed" and result.text == "The answer is 42."
     first, second = server.chat_bodies
-    assert "tools" not in first and first["grammar"] == tool_grammar([read_file.provider_schema()])
+    # the reply to the task must be a call; after the result, text or a call
+    assert "tools" not in first and first["grammar"] == tool_grammar([read_file.provider_schema()], text=False)
+    assert second["grammar"] == tool_grammar([read_file.provider_schema()])
     assert "reply with only a JSON object" in first["messages"][0]["content"]
     # the call is told with its result, not shown as the model's own text
     assert [m["role"] for m in second["messages"]] == ["system", "user"]
@@ -420,7 +422,7 @@ async def test_constrained_mode_sends_a_grammar_of_the_tools_and_reads_the_call(
 async def test_constrained_mode_on_a_server_without_grammars_uses_a_json_schema() -> None:
     reply = text_stream(json.dumps("A \"quoted\" answer \u00e9 \U0001f600 over\nlines"), per=3)
     with LocalModelServer(chat=[reply, text_stream(json.dumps({"name": "lookup", "arguments": {"key": "k"}}))]) as s:
-        provider = make_provider("vllm", model="qwen", base_url=s.url, tool_calls="constrained")
+        provider = make_provider("vllm", model="qwen", base_url=s.url, tool_calls="constrained", call_first=False)
         request = ModelRequest(model="qwen", messages=[user_message("go")], tools=TOOLS)
         try:
             text_events = await collect_events(provider, request)
