@@ -171,7 +171,7 @@ async def test_a_runaway_reply_is_bounded_by_the_default_max_tokens(tmp_path: Pa
     server = start("SMOL", "smol-1k", alias="smol", ctx=1024)
     try:
         agent = _agent(tmp_path, server, "smol", keep=(), max_tokens=None, guards=Guards(truncated_replies=1))
-        result, events = await _run(agent, "Count from 1 to 100000, one number per line, and do not stop.")
+        result, _ = await _run(agent, "Count from 1 to 100000, one number per line, and do not stop.")
     finally:
         server.stop()
     assert agent.provider.model_facts().default_max_tokens == 256

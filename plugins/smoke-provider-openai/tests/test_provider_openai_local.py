@@ -16,15 +16,12 @@ from typing import Any
 
 import pytest
 import smoke_provider_openai
-from smoke_provider_openai import LOCAL_PROGRESS_TIMEOUT, make_provider
-from smoke_provider_openai._capabilities import forget
-from smoke_provider_openai._constrained import ConstrainedReply, reply_schema
-from smoke_provider_openai._gbnf import tool_grammar
+from smoke_provider_openai import make_provider
 from smoke_provider_openai._inline import InlineToolParser
 
 from smoke_core import create_agent, tool
 from smoke_core.plugin import user_message
-from smoke_core.providers import Finished, ModelRequest, Progress, RetryPolicy, TextDelta, ToolCallRequest
+from smoke_core.providers import Finished, ModelRequest, RetryPolicy, TextDelta, ToolCallRequest
 from smoke_core.testing import collect_events
 
 from .local_server import LocalModelServer, chunk, llama_models, llama_props, text_stream
@@ -38,13 +35,6 @@ TOOLS = [
      "input_schema": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}},
 ]
 READ = json.dumps({"name": "read_file", "arguments": {"path": "notes.txt"}})
-
-
-@pytest.fixture(autouse=True)
-def _fresh_server_cache() -> Any:
-    forget()
-    yield
-    forget()
 
 
 @tool
@@ -264,7 +254,7 @@ async def test_prompt_progress_counts_as_progress_and_is_asked_for(tmp_path: Pat
     assert server.chat_bodies[0]["return_progress"] is True
     done = [e.data["done"] for e in events if e.type == "model.progress" and e.data["kind"] == "prompt"]
     assert done == list(range(0, 6001, 1000))
-    assert make_provider("llamacpp", model="m").limits.progress_timeout == LOCAL_PROGRESS_TIMEOUT >= 1800
+    assert make_provider("llamacpp", model="m").limits.progress_timeout >= 1800
     assert make_provider("openai", model="m", api_key="k").limits.progress_timeout == 300
 
 
@@ -405,9 +395,11 @@ async def test_an_unrelated_error_that_mentions_tools_is_not_a_refusal(tmp_path:
 
 
 async def test_constrained_mode_sends_a_grammar_of_the_tools_and_reads_the_call(tmp_path: Path) -> None:
+    from smoke_provider_openai._gbnf import tool_grammar
+
     with LocalModelServer(chat=[text_stream(READ), text_stream("The answer is 42.")], props=llama_props(),
                           models=llama_models()) as server:
-        result, events = await _run(_agent(tmp_path, server, tool_calls="constrained"))
+        result, _ = await _run(_agent(tmp_path, server, tool_calls="constrained"))
     assert result.status == "completed" and result.text == "The answer is 42."
     first, second = server.chat_bodies
     # the reply to the task must be a call; after the result, text or a call
@@ -420,6 +412,8 @@ async def test_constrained_mode_sends_a_grammar_of_the_tools_and_reads_the_call(
 
 
 async def test_constrained_mode_on_a_server_without_grammars_uses_a_json_schema() -> None:
+    from smoke_provider_openai._constrained import reply_schema
+
     reply = text_stream(json.dumps("A \"quoted\" answer \u00e9 \U0001f600 over\nlines"), per=3)
     with LocalModelServer(chat=[reply, text_stream(json.dumps({"name": "lookup", "arguments": {"key": "k"}}))]) as s:
         provider = make_provider("vllm", model="qwen", base_url=s.url, tool_calls="constrained", call_first=False)
@@ -449,6 +443,8 @@ async def test_a_grammar_the_server_rejects_is_one_warning_and_the_calls_go_inli
 
 
 def test_a_constrained_reply_streams_text_and_holds_a_call() -> None:
+    from smoke_provider_openai._constrained import ConstrainedReply
+
     reply = ConstrainedReply(TOOLS, json_text=True)
     shown = "".join(reply.feed(piece) for piece in ['  "Hel', 'lo \\', 'u00e9\\', 'n!"'])
     assert shown == "Hello é\n!" and reply.finish() == ("", [])
@@ -459,7 +455,3 @@ def test_a_constrained_reply_streams_text_and_holds_a_call() -> None:
     assert (call.name, call.arguments) == ("lookup", {"key": 1})
     reply = ConstrainedReply(TOOLS)
     assert reply.feed("Plain text, no JSON.") == "Plain text, no JSON." and reply.finish() == ("", [])
-
-
-def test_progress_and_notices_are_provider_events() -> None:
-    assert Progress("prompt", 10, 20).total == 20
