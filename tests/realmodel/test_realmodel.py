@@ -35,16 +35,31 @@ TASK = "What is the secret word in hello.txt? Use the tools."
 SMALL_TOOLS = ("read_file", "list_directory")
 
 
+def _guards(truncated: int) -> Guards:
+    """Guards whose ``truncated_replies`` ends a run at the ``truncated``-th cut-off reply in a row."""
+    guards = Guards()
+    guards.truncated_replies = truncated  # set, not passed: the same test runs on the code before issue 32
+    return guards
+
+
 def _workspace(tmp_path: Path) -> Path:
     (tmp_path / "hello.txt").write_text("The secret word is pelican.\n")
     return tmp_path
 
 
 def _agent(ws: Path, server: Any, model: str, *, keep: tuple[str, ...] | None = SMALL_TOOLS, **kwargs: Any) -> Any:
-    kwargs.setdefault("temperature", 0)
-    kwargs.setdefault("seed", 1)
+    # the long-standing ways to say these (model_settings, provider_options): the flaw tests also run, and
+    # fail, on the code before issue 32; the settings keys of the same names are tested through `smoke run`
+    settings = kwargs.setdefault("model_settings", {})
+    for key, default in (("temperature", 0), ("seed", 1), ("max_tokens", 256)):
+        value = kwargs.pop(key, default)
+        if value is not None:
+            settings.setdefault(key, value)
+    if "tool_calls" in kwargs:
+        kwargs.setdefault("provider_options", {})["tool_calls"] = kwargs.pop("tool_calls")
+    if "context_window" in kwargs:
+        kwargs.setdefault("provider_options", {})["context_window"] = kwargs["context_window"]
     kwargs.setdefault("max_steps", 5)
-    kwargs.setdefault("max_tokens", 256)
     agent = create_agent(ws, provider="llamacpp", model=model, base_url=server.url, auto_approve=True, retry=FAST,
                          **kwargs)
     if keep is not None:  # fewer tool schemas: a shorter prompt for a CPU to read
@@ -159,7 +174,7 @@ async def test_auto_sees_a_template_without_tool_support(smol: Any, tmp_path: Pa
 
 async def test_length_is_its_own_outcome(smol: Any, tmp_path: Path) -> None:
     # flaw 3: a reply cut at max_tokens is not a completed run
-    agent = _agent(tmp_path, smol, "smol", keep=(), max_tokens=6, guards=Guards(truncated_replies=2))
+    agent = _agent(tmp_path, smol, "smol", keep=(), max_tokens=6, guards=_guards(2))
     result, events = await _run(agent, "Tell me a long story about a lighthouse keeper.")
     assert len(_warnings(events, "output_truncated")) == 1
     assert result.status == "failed" and result.error is not None and result.error.code == "output_truncated"
@@ -170,7 +185,7 @@ async def test_a_runaway_reply_is_bounded_by_the_default_max_tokens(tmp_path: Pa
     # flaw 4: with no max_tokens a request generated 9,188 tokens; now a quarter of the served context
     server = start("SMOL", "smol-1k", alias="smol", ctx=1024)
     try:
-        agent = _agent(tmp_path, server, "smol", keep=(), max_tokens=None, guards=Guards(truncated_replies=1))
+        agent = _agent(tmp_path, server, "smol", keep=(), max_tokens=None, guards=_guards(1))
         result, _ = await _run(agent, "Count from 1 to 100000, one number per line, and do not stop.")
     finally:
         server.stop()
@@ -185,7 +200,7 @@ async def test_the_served_context_found_by_alias_or_as_the_one_model(tmp_path: P
     try:
         for name in ("tiny", "any-name-at-all"):
             agent = create_agent(tmp_path, provider="llamacpp", model=name, base_url=server.url)
-            await agent.provider.prepare()
+            await agent.provider.fetch_model_facts()  # what a run now does first (prepare())
             assert agent.provider.context_window == 2048, name
             await agent.aclose()
     finally:
@@ -281,7 +296,7 @@ async def test_a_long_prompt_read_slowly_is_kept_alive_by_prompt_progress(tmp_pa
     # started over; llama.cpp reports its progress when asked (return_progress), one batch at a time
     server = start("SMOL", "smol-batch", alias="smol", ctx=4096, batch=64)
     try:
-        agent = _agent(tmp_path, server, "smol", keep=(), max_tokens=4, guards=Guards(truncated_replies=1),
+        agent = _agent(tmp_path, server, "smol", keep=(), max_tokens=4, guards=_guards(1),
                        provider_options={"progress_timeout": 5})
         long_task = "Here are my notes. " + " ".join(f"Line {i}: the lighthouse light turned {i} times." for i in
                                                        range(220)) + "\nSay OK."

@@ -45,6 +45,11 @@ def read_file(path: str) -> str:
 
 def _agent(tmp_path: Path, server: LocalModelServer, preset: str = "llamacpp", **kwargs: Any) -> Any:
     kwargs.setdefault("tools", [read_file])
+    # the long-standing ways to say these (the settings keys of the same names are tested on their own)
+    if "tool_calls" in kwargs:
+        kwargs.setdefault("provider_options", {})["tool_calls"] = kwargs.pop("tool_calls")
+    if "max_tokens" in kwargs:
+        kwargs.setdefault("model_settings", {})["max_tokens"] = kwargs.pop("max_tokens")
     return create_agent(tmp_path, provider=preset, model="qwen", base_url=server.url, plugins=[smoke_provider_openai],
                         autoload_plugins=False, auto_approve=True, retry=FAST, **kwargs)
 
@@ -264,7 +269,7 @@ async def test_prompt_progress_counts_as_progress_and_is_asked_for(tmp_path: Pat
 async def test_the_served_context_not_the_training_context_found_by_alias() -> None:
     with LocalModelServer(props=llama_props(n_ctx=16384), models=llama_models(n_ctx=16384, n_ctx_train=32768)) as s:
         provider = make_provider("llamacpp", model="qwen", base_url=s.url)
-        await provider.prepare()
+        await provider.fetch_model_facts()
         await provider.aclose()
     assert provider.model_facts().context_window == 16384 and provider.model_facts().source == "server"
     # no /props (another server), a models list by path: matched by alias, else the one llama.cpp model
@@ -273,7 +278,7 @@ async def test_the_served_context_not_the_training_context_found_by_alias() -> N
     for name in ("coder", "qwen", "anything"):
         with LocalModelServer(models=listing) as s:
             provider = make_provider("vllm", model=name, base_url=s.url)
-            await provider.prepare()
+            await provider.fetch_model_facts()
             await provider.aclose()
         assert provider.context_window == 8192, name
 
