@@ -1,4 +1,6 @@
-"""``smoke demo``: an offline simulated model driving the real harness.
+"""``smoke demo``: an offline simulated model driving the real harness
+(``smoke demo --real``: a real small model on this machine, served by
+llama.cpp's llama-server — :mod:`smoke_core.demo.llama_server`).
 
 Only the model's turns are scripted. The tools are the real tool plugins
 (filesystem, search, terminal, agent), the hooks, permissions and events are

@@ -89,6 +89,9 @@ async def read_server_info(client: Any, *, base_url: str, style: str, model: str
     except httpx.HTTPError as exc:  # not reachable: the model call says so itself
         log.debug("smoke: %s did not answer: %s", root, exc)
         return info
+    if not expected and info.problems:  # only trying whether it is llama.cpp: an odd answer means it is not
+        log.debug("smoke: %s is not llama.cpp: %s", root, "; ".join(info.problems))
+        info.problems.clear()
     _CACHE[(base_url, style, model)] = info
     return info
 
