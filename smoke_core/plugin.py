@@ -34,6 +34,7 @@ __all__ = [
     "BatchTask",
     "CallRecord",
     "ChatHost",
+    "ClaudeDialect",
     "ConfigError",
     "Event",
     "Image",
@@ -138,6 +139,7 @@ _LAZY: dict[str, str] = {
     "ToolContext": "tools.context",
     "tool": "tools.decorator",
     "TOOL_KINDS": "tools.definitions",
+    "ClaudeDialect": "tools.definitions",
     "ToolAnnotations": "tools.definitions",
     "ToolDefinition": "tools.definitions",
     "ToolKind": "tools.definitions",
@@ -209,6 +211,7 @@ if TYPE_CHECKING:
     from .tools.decorator import tool
     from .tools.definitions import (
         TOOL_KINDS,
+        ClaudeDialect,
         ToolAnnotations,
         ToolDefinition,
         ToolKind,

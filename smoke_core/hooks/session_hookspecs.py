@@ -121,12 +121,13 @@ def before_run_end(run: RunView, text: str | None, continued: int) -> dict[str, 
 
 
 @hookspec
-def before_compaction(run: RunView | None, trigger: str, instructions: str) -> dict[str, Any] | None:
+def before_compaction(run: RunView | None, agent: AgentView, trigger: str, instructions: str) -> dict[str, Any] | None:
     """Called before the history is summarised: in a run when the prompt
     passes the compaction threshold (``trigger="auto"``), and by a chat's
     ``/compact`` (``trigger="manual"``, ``run`` is None).
 
     :param run: the :class:`~smoke_core.plugin.RunHandle`, or None for ``/compact``.
+    :param agent: the :class:`~smoke_core.Agent` whose history it is.
     :param trigger: ``"auto"`` or ``"manual"``.
     :param instructions: what the person typed after ``/compact`` (``""`` for auto).
     :return: None to pass; ``{"block": True, "reason": "..."}`` to skip this

@@ -56,12 +56,15 @@ async def continue_with(hooks: HookRunner, run: Any, text: str | None, continued
 
 
 async def compaction_allowed(hooks: HookRunner, run: Any, trigger: str, instructions: str,
-                             warn: Callable[[AgentErrorInfo], None]) -> bool:
+                             warn: Callable[[AgentErrorInfo], None], *, agent: Any = None) -> bool:
     """``before_compaction``: False when a hook blocks this compaction (warned);
-    a failing hook lets it go ahead (fail-open, warned)."""
+    a failing hook lets it go ahead (fail-open, warned). ``run`` is None for a
+    chat's ``/compact`` (``agent`` is then the chat's agent)."""
     if not hooks.has("before_compaction"):
         return True
-    outcome = await hooks.chain("before_compaction", {"run": run, "trigger": trigger, "instructions": instructions}, ())
+    kwargs = {"run": run, "agent": agent if agent is not None else run.agent, "trigger": trigger,
+              "instructions": instructions}
+    outcome = await hooks.chain("before_compaction", kwargs, ())
     if outcome is None or outcome.status == "pass":
         return True
     if outcome.status == "block":

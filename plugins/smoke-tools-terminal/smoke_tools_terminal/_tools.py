@@ -522,6 +522,8 @@ def build_tools() -> list[ToolDefinition]:
                 destructive_hint=True,
                 open_world_hint=True,
                 kind="execute",
+                claude={"name": "Bash", "input": {"command": "command", "timeout": "timeout_ms",
+                                                  "run_in_background": "background"}},
             ),
             permission_key="command",
             presentation=ToolPresentation(
