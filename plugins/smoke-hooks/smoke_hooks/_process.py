@@ -10,6 +10,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,17 +55,43 @@ def _kill(proc: asyncio.subprocess.Process) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-async def _read(stream: asyncio.StreamReader | None, sink: bytearray) -> bool:
-    """Read ``stream`` into ``sink``; False when it passed :data:`OUTPUT_CAP`."""
+async def _read(stream: asyncio.StreamReader | None, sink: bytearray, over: Callable[[], None]) -> None:
+    """Read ``stream`` to its end into ``sink``, keeping at most :data:`OUTPUT_CAP`
+    bytes; ``over()`` is called once when it passes that."""
     if stream is None:
-        return True
+        return
+    flooded = False
     while True:
         chunk = await stream.read(_CHUNK)
         if not chunk:
-            return True
+            return
+        if flooded:
+            continue  # read to the end (the process is being killed), keep nothing
         sink.extend(chunk)
         if len(sink) > OUTPUT_CAP:
-            return False
+            flooded = True
+            over()
+
+
+async def _finish(proc: asyncio.subprocess.Process, talking: asyncio.Future[None]) -> None:
+    """After a kill: the pipes reach their end when the group is gone; one
+    that something outside the group still holds is closed after a while."""
+    try:
+        await asyncio.wait_for(asyncio.shield(talking), 5)
+    except TimeoutError:
+        talking.cancel()
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:
+            transport.close()
+        with contextlib.suppress(BaseException):
+            await talking
+
+
+def _signal_name(number: int) -> str | None:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return None
 
 
 def _describe_signal(code: int) -> str:
@@ -110,26 +137,33 @@ async def run_hook(hook: CommandHook, stdin: bytes, *, workspace: Path, env: dic
                 proc.stdin.close()
 
         async def drain(stream: asyncio.StreamReader | None, sink: bytearray, name: str) -> None:
-            if not await _read(stream, sink):
+            def over() -> None:
                 flooded.append(name)
                 _kill(proc)
+
+            await _read(stream, sink, over)
 
         await asyncio.gather(feed(), drain(proc.stdout, out, "stdout"), drain(proc.stderr, err, "stderr"))
         await proc.wait()
 
+    talking = asyncio.ensure_future(talk())
+    timed_out = False
     try:
-        await asyncio.wait_for(talk(), hook.timeout)
-    except TimeoutError:
-        _kill(proc)
-        await proc.wait()
-        return Finished(None, "", "", took(), f"timed out after {hook.timeout:g} s and was killed")
+        try:
+            await asyncio.wait_for(asyncio.shield(talking), hook.timeout)
+        except TimeoutError:
+            timed_out = True
+            _kill(proc)
+            await _finish(proc, talking)
     except BaseException:  # cancelled (the run was aborted): no process outlives it
         _kill(proc)
         with contextlib.suppress(BaseException):
-            await asyncio.shield(proc.wait())
+            await asyncio.shield(_finish(proc, talking))
         raise
     finally:
         _kill(proc)  # what it left running in its group ends with it
+    if timed_out:
+        return Finished(None, "", "", took(), f"timed out after {hook.timeout:g} s and was killed")
     stdout = out[:OUTPUT_CAP].decode("utf-8", "replace")
     stderr = err[:OUTPUT_CAP].decode("utf-8", "replace")
     if flooded:
@@ -139,6 +173,8 @@ async def run_hook(hook: CommandHook, stdin: bytes, *, workspace: Path, env: dic
     assert code is not None
     if code < 0:
         return Finished(code, stdout, stderr, took(), f"was killed by {_describe_signal(code)}")
+    if hook.args is None and code > 128 and (name := _signal_name(code - 128)):  # sh reports its child's signal
+        return Finished(code, stdout, stderr, took(), f"was killed by {name} (exit status {code})")
     if hook.args is None and code in (126, 127):  # sh could not run it
         what = "is not executable (chmod +x it)" if code == 126 else "was not found"
         first = stderr.strip().splitlines()[-1] if stderr.strip() else ""
