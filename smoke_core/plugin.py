@@ -70,6 +70,7 @@ __all__ = [
     "WorkspaceRaceError",
     "batch_error_result",
     "child_env",
+    "collect_slash_commands",
     "create_agent",
     "hookimpl",
     "is_secret_name",
@@ -120,6 +121,7 @@ _LAZY: dict[str, str] = {
     "create_agent": "run.factory",
     "RunHandle": "run.handle",
     "ChatHost": "run.slash",
+    "collect_slash_commands": "run.slash",
     "SlashCommand": "run.slash",
     "RunResult": "run.state",
     "CallRecord": "store.protocol",
@@ -190,7 +192,7 @@ if TYPE_CHECKING:
     from .run.agent_settings import resolve_agent_settings
     from .run.factory import create_agent
     from .run.handle import RunHandle
-    from .run.slash import ChatHost, SlashCommand
+    from .run.slash import ChatHost, SlashCommand, collect_slash_commands
     from .run.state import RunResult
     from .store.protocol import (
         CallRecord,

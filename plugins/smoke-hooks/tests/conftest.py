@@ -59,7 +59,7 @@ def validate_stdin(data: dict[str, Any]) -> None:
 # ---------------------------------------------------------------- test tools (the shapes of the real ones)
 
 
-@tool(name="run_command")
+@tool(name="run_command", permission_key="command", kind="execute")
 def run_command(command: str, timeout_ms: int = 1000) -> str:
     """Run a command (a test stand-in that only reports what it was given)."""
     return f"ran: {command}"
@@ -68,7 +68,7 @@ def run_command(command: str, timeout_ms: int = 1000) -> str:
 run_command.annotations.claude = ClaudeDialect(name="Bash", input={"command": "command", "timeout": "timeout_ms"})
 
 
-@tool(name="write_file")
+@tool(name="write_file", permission_key="path", kind="edit")
 def write_file(path: str, content: str, ctx: ToolContext) -> str:
     """Write a file in the workspace."""
     target = ctx.workspace.resolve(path)
@@ -81,7 +81,7 @@ write_file.annotations.claude = ClaudeDialect(name="Write", input={"file_path": 
                                               paths=["file_path"])
 
 
-@tool(name="read_file", read_only=True)
+@tool(name="read_file", read_only=True, permission_key="path", kind="read")
 def read_file(path: str, ctx: ToolContext) -> str:
     """Read a file in the workspace."""
     return ctx.workspace.resolve(path).read_text(encoding="utf-8")
@@ -251,3 +251,108 @@ def dedent(text: str) -> str:
 
 
 Factory = Callable[..., Any]
+
+
+# ---------------------------------------------------------------- the smoke command, in a subprocess and a pty
+
+
+def write_provider_plugin(root: Path) -> Path:
+    """A plugin distribution adding provider ``echo-scripted``: each reply says
+    what the model got as the person's last message (``the model got: ...``)."""
+    info = root / "smoke_echo_scripted-0.1.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: smoke-echo-scripted\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[smoke]\necho_scripted = smoke_echo_scripted\n")
+    (root / "smoke_echo_scripted.py").write_text(dedent('''
+        from smoke_core import hookimpl
+
+        def _reply(request):
+            last = [m for m in request.messages if m["role"] == "user"][-1]
+            text = " ".join(b.get("text", "") for b in last["content"] if b.get("type") == "text")
+            return "the model got: " + text.replace("\\n", " | ")
+
+        @hookimpl
+        def register_providers(register):
+            def factory(**kw):
+                from smoke_core.testing import ScriptedProvider
+                return ScriptedProvider([_reply] * 50, model=kw.get("model") or "echo-1")
+            register("echo-scripted", factory, default_model="echo-1")
+    '''))
+    return root
+
+
+def smoke_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    plugdir = tmp_path / "plug"
+    if not plugdir.exists():
+        write_provider_plugin(plugdir)
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "SMOKE_LOAD_PLUGINS"}
+    env.update(PYTHONPATH=str(plugdir), SMOKE_LOAD_PLUGINS="hooks,echo_scripted", COLUMNS="200", TERM="xterm",
+               PYTHONDONTWRITEBYTECODE="1")
+    env.update(extra)
+    return env
+
+
+def smoke(*args: str, cwd: Path, env: dict[str, str], input: str | None = None) -> Any:
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "smoke_core.cli", *args], cwd=cwd, env=env, input=input,
+                          capture_output=True, text=True, timeout=120)
+
+
+class Pty:
+    """A program on a real pseudo-terminal."""
+
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+        import codecs
+        import pty
+        import subprocess
+
+        self.master, slave = pty.openpty()
+        self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=slave,
+                                     start_new_session=True)
+        os.close(slave)
+        self.buffer = ""
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def read_until(self, needle: str, timeout: float = 60) -> str:
+        import select
+        import time
+
+        deadline = time.monotonic() + timeout
+        while needle not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"timed out waiting for {needle!r}; got:\n{self.buffer[-3000:]}")
+            ready, _, _ = select.select([self.master], [], [], left)
+            if ready:
+                try:
+                    chunk = self._decoder.decode(os.read(self.master, 65536))
+                except OSError:
+                    chunk = ""
+                if not chunk:
+                    if self.proc.poll() is not None:
+                        raise AssertionError(f"process ended before {needle!r}; got:\n{self.buffer[-3000:]}")
+                    continue
+                self.buffer += chunk
+        index = self.buffer.index(needle) + len(needle)
+        out, self.buffer = self.buffer[:index], self.buffer[index:]
+        return out
+
+    def send(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    def finish(self, timeout: float = 60) -> int:
+        import select
+        import time
+
+        deadline = time.monotonic() + timeout
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            ready, _, _ = select.select([self.master], [], [], 0.5)
+            if ready:
+                try:
+                    self.buffer += self._decoder.decode(os.read(self.master, 65536))
+                except OSError:
+                    break
+        code = self.proc.wait(timeout=max(1, deadline - time.monotonic()))
+        os.close(self.master)
+        return code
