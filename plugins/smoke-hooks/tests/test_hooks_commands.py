@@ -30,8 +30,7 @@ def _write(path: Path, text: str) -> Path:
 
 
 def _commands(agent: Any) -> dict[str, Any]:
-    from smoke_core.plugin import SlashCommand  # noqa: F401  (the type the hook registers)
-    from smoke_core.run.slash import collect_slash_commands
+    from smoke_core.plugin import collect_slash_commands
 
     commands, problems = collect_slash_commands(agent)
     assert problems == []
