@@ -286,3 +286,28 @@ async def test_hook_runs_are_spans(workspace, tmp_path):
     assert pre.attributes["smoke.hook.source"] == "create_agent(hooks=...) PreToolUse[0].hooks[0]"
     assert pre.context.trace_id == root.context.trace_id and pre.end_time - pre.start_time > 0
     assert post.status.status_code is StatusCode.ERROR and post.attributes["error.type"] == "hook_failed"
+
+
+# ---------------------------------------------------------------- the first-party tools' Claude shapes
+
+
+def test_the_first_party_tools_declare_their_claude_shape_with_fields_they_have(workspace):
+    plugins = [pytest.importorskip(m) for m in ("smoke_tools_filesystem", "smoke_tools_search", "smoke_tools_terminal",
+                                                "smoke_tools_agent")]
+    from smoke_core import create_agent
+    from smoke_core.testing import ScriptedProvider
+
+    agent = create_agent(workspace, provider=ScriptedProvider([]), autoload_plugins=False, plugins=plugins)
+    declared = {}
+    for name, tool in agent.tools.items():
+        dialect = tool.annotations.claude
+        if dialect is None:
+            continue
+        declared[name] = dialect.name
+        properties = tool.input_schema.get("properties", {})
+        missing = [f for f in dialect.input.values() if f not in properties]
+        assert not missing, f"{name} maps Claude fields to {missing}, which its schema does not have"
+        assert set(dialect.paths) <= set(dialect.input), name
+    assert declared == {"run_command": "Bash", "read_file": "Read", "write_file": "Write", "edit_file": "Edit",
+                        "apply_patch": "apply_patch", "glob": "Glob", "grep": "Grep", "todo_write": "TodoWrite",
+                        "task": "Task"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from smoke_core.plugin import (
+    ClaudeDialect,
     ToolAnnotations,
     ToolContext,
     ToolDefinition,
@@ -147,7 +148,7 @@ def build_tools() -> list[ToolDefinition]:
                 "additionalProperties": False,
             },
             annotations=ToolAnnotations(title="Todo list", read_only_hint=True, kind="think",
-                                        claude={"name": "TodoWrite", "input": {"todos": "todos"}}),
+                                        claude=ClaudeDialect(name="TodoWrite", input={"todos": "todos"})),
             presentation=ToolPresentation(label="Todo list", icon="📝", tone="info", group="agent"),
             execute=todo_write,
             blocking=False,
