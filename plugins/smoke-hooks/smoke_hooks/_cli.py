@@ -3,14 +3,14 @@ from, what is not read and why; ``smoke hooks test EVENT`` runs them once."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ._config import EVENTS, TOOL_EVENTS, CommandHook, LoadedHooks
+if TYPE_CHECKING:
+    from ._config import CommandHook, LoadedHooks
 
 
 class _NoModel:
@@ -84,6 +84,8 @@ def add_hooks_command(cli: click.Group) -> None:
     @click.pass_context
     def test(ctx: click.Context, event: str, tool_name: str | None, input_json: str) -> None:
         """Run the hooks of EVENT once, as if it fired now, and show what each answered."""
+        from ._config import EVENTS, TOOL_EVENTS
+
         if event not in EVENTS:
             import difflib
 
@@ -98,6 +100,8 @@ def add_hooks_command(cli: click.Group) -> None:
             raise click.UsageError("--input must be a JSON object")
         if event in TOOL_EVENTS and not tool_name:
             raise click.UsageError(f"{event} needs --tool NAME")
+        import asyncio
+
         agent = _agent(ctx.obj["workspace"])
         answers = asyncio.run(_fire(agent, event, tool_name, given))
         if not answers:
@@ -125,6 +129,7 @@ def add_hooks_command(cli: click.Group) -> None:
 
 
 async def _fire(agent: Any, event: str, tool_name: str | None, given: dict[str, Any]) -> list[Any]:
+    from ._config import TOOL_EVENTS
     from ._dialect import from_claude, match_names, to_claude
     from ._hooks import engine_for
 
