@@ -261,6 +261,8 @@ class SmokeACPAgent:
 
     async def shutdown(self) -> None:
         """Abort every run, close every agent (MCP servers stop) and store."""
+        for task in list(self._pending):
+            task.cancel()
         sessions, self.sessions = list(self.sessions.values()), {}
         for session in sessions:
             await session.aclose()
