@@ -211,6 +211,15 @@ def summary(d: dict[str, Any]) -> tuple[str, list[str]]:
                              "(no target)", "",
                              f"SQLite {_v(sq.get('append_p50_ms'))} / {_v(sq.get('append_p99_ms'))} ms; "
                              f"{_v(sq.get('load_10k_ms'))} ms"])
+    hk = B.get("hooks")
+    if hk is not None:
+        if _err(hk):
+            rows.append(["13 Command hooks", "—", _err(hk), "", "not measured", ""])
+        else:
+            ms = hk["ms_per_call"]
+            add("13 Command hooks", "ms a `true` PreToolUse command hook adds per tool call", _v(hk["added_ms"]),
+                "≤ 15 ms", hk["verdicts"]["added_ms"],
+                f"plain loop {_v(ms['plain'])} ms/call; smoke-hooks with no hook +{_v(hk['plugin_idle_added_ms'])} ms")
     return _table(["benchmark", "measure", "Smoke", "target", "verdict", "peers, same run"], rows), misses
 
 
@@ -506,6 +515,21 @@ def sec_layout(la: dict[str, Any]) -> str:
     ])
 
 
+def sec_hooks(hk: dict[str, Any]) -> str:
+    ms = hk["ms_per_call"]
+    rows = [[v, _v(ms[v]), _v(round(ms[v] - ms["plain"], 3))] for v in ms]
+    return "\n".join([
+        f"The loop of benchmark 2 ({hk['steps']} steps, one no-op read-only tool call per step), milliseconds per "
+        f"tool call, median of {hk['reps']} interleaved repetitions in one process; smoke-hooks "
+        f"{(hk.get('versions') or {}).get('smoke-hooks')}. The hook is `true` run as `sh -c true` with the "
+        "event's JSON on stdin, its answer read and applied, and its `hook.started` / `hook.completed` events "
+        "emitted: what a command hook costs before it does any work of its own.\n",
+        _table(["variant", "ms per tool call", "added ms"], rows),
+        f"\nA `true` PreToolUse hook adds {_v(hk['added_ms'])} ms per call (target ≤ 15 ms: "
+        f"{hk['verdicts']['added_ms']}); almost all of it is starting the process.",
+    ])
+
+
 SECTIONS = [
     ("startup", "1. Start-up", sec_startup),
     ("loop", "2. Loop overhead", sec_loop),
@@ -519,6 +543,7 @@ SECTIONS = [
     ("batch", "10. Batch engines", sec_batch),
     ("store", "11. Session stores", sec_store),
     ("layout", "12. Start-up across the core's move", sec_layout),
+    ("hooks", "13. Command hooks (smoke-hooks)", sec_hooks),
 ]
 
 

@@ -39,11 +39,12 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str], float]] = {
     "store": ("bench_store.py", [], ["--appends", "200", "--messages", "2000"], 300),
     # needs --before-python (a venv with the core before issue 27's move); skipped without it
     "layout": ("bench_layout.py", [], ["--rounds", "3", "--runs", "5"], 600),
+    "hooks": ("bench_hooks.py", [], ["--steps", "12", "--reps", "2"], 300),
 }
 
 DISTS = ("smoke-core", "smoke-tools-filesystem", "smoke-tools-search", "smoke-tools-terminal", "smoke-tools-git",
          "smoke-tools-agent", "smoke-provider-openai", "smoke-provider-anthropic", "smoke-mcp", "smoke-skills",
-         "smoke-ui", "smoke-otel", "opentelemetry-sdk", "smoke-ray", "smoke-store-postgres", "ray", "psycopg", "pydantic-ai-slim", "openai-agents", "llm", "llm-anthropic", "llm-gemini", "httpx",
+         "smoke-ui", "smoke-otel", "smoke-hooks", "opentelemetry-sdk", "smoke-ray", "smoke-store-postgres", "ray", "psycopg", "pydantic-ai-slim", "openai-agents", "llm", "llm-anthropic", "llm-gemini", "httpx",
          "httpx-sse", "tiktoken", "pydantic", "jsonschema", "pluggy")
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "BatchTask",
     "CallRecord",
     "ChatHost",
+    "ClaudeDialect",
     "ConfigError",
     "Event",
     "Image",
@@ -69,6 +70,7 @@ __all__ = [
     "WorkspaceRaceError",
     "batch_error_result",
     "child_env",
+    "collect_slash_commands",
     "create_agent",
     "hookimpl",
     "is_secret_name",
@@ -119,6 +121,7 @@ _LAZY: dict[str, str] = {
     "create_agent": "run.factory",
     "RunHandle": "run.handle",
     "ChatHost": "run.slash",
+    "collect_slash_commands": "run.slash",
     "SlashCommand": "run.slash",
     "RunResult": "run.state",
     "CallRecord": "store.protocol",
@@ -138,6 +141,7 @@ _LAZY: dict[str, str] = {
     "ToolContext": "tools.context",
     "tool": "tools.decorator",
     "TOOL_KINDS": "tools.definitions",
+    "ClaudeDialect": "tools.definitions",
     "ToolAnnotations": "tools.definitions",
     "ToolDefinition": "tools.definitions",
     "ToolKind": "tools.definitions",
@@ -188,7 +192,7 @@ if TYPE_CHECKING:
     from .run.agent_settings import resolve_agent_settings
     from .run.factory import create_agent
     from .run.handle import RunHandle
-    from .run.slash import ChatHost, SlashCommand
+    from .run.slash import ChatHost, SlashCommand, collect_slash_commands
     from .run.state import RunResult
     from .store.protocol import (
         CallRecord,
@@ -209,6 +213,7 @@ if TYPE_CHECKING:
     from .tools.decorator import tool
     from .tools.definitions import (
         TOOL_KINDS,
+        ClaudeDialect,
         ToolAnnotations,
         ToolDefinition,
         ToolKind,

@@ -39,6 +39,8 @@ EventType = Literal[
     "subagent.completed",
     "subagent.failed",
     "subagent.interrupted",
+    "hook.started",
+    "hook.completed",
 ]
 
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
@@ -78,6 +80,10 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "subagent.completed": ("text", "usage", "steps", "parent_tool_call_id"),
     "subagent.failed": ("error", "usage", "steps", "parent_tool_call_id"),
     "subagent.interrupted": ("reason", "usage", "steps", "parent_tool_call_id"),
+    "hook.started": ("hook_event", "hook", "command", "tool_call_id"),
+    "hook.completed": (
+        "hook_event", "hook", "command", "tool_call_id", "exit_code", "duration_ms", "decision", "reason", "error",
+    ),
 }
 
 

@@ -156,6 +156,8 @@ class PermissionGate:
 
     async def decide(self, request: PermissionRequest) -> Decision:
         decision, by_rule = await self._decide(request)
+        if request.hook_decision is not None:
+            decision, by_rule = self._hook_answer(request, decision, by_rule)
         if decision == "ask":
             self.pending[request.tool_call_id] = request
             self.pending.move_to_end(request.tool_call_id)
@@ -165,6 +167,41 @@ class PermissionGate:
                 old, _ = self.pending.popitem(last=False)
                 self._rule_asks.discard(old)
         return decision
+
+    # ---- a hook's answer (issue 30) --------------------------------------------------------
+    # The one place where a hook's permission answer meets the rules. A hook may always make a
+    # call ask (like an ask rule: --yes does not answer it) and may always deny (it blocks before
+    # the gate). Its *allow* may only answer an ask of the MODE: never a deny (final), an ask or
+    # deny rule (managed or not: ``by_rule``), a secret-looking path -- and, with issue 28's
+    # guarded control files, never one of those (their ask must count as ``by_rule`` here).
+
+    def hook_may_allow(self, request: PermissionRequest, by_rule: bool) -> bool:
+        """True when a hook's *allow* may answer ``request``'s *ask* for the person."""
+        return not by_rule and self.secret_path(request) is None
+
+    def _hook_answer(self, request: PermissionRequest, decision: Decision, by_rule: bool) -> tuple[Decision, bool]:
+        if decision == "deny":
+            return decision, by_rule
+        if request.hook_decision == "ask":
+            request.reason = request.hook_reason or request.reason or "a hook asks for this call"
+            return "ask", True
+        if request.hook_decision == "allow" and decision == "ask":
+            if self.hook_may_allow(request, by_rule):
+                return "allow", False
+            secret = None if by_rule else self.secret_path(request)
+            if secret and not request.reason:
+                request.reason = f"touches a secret-looking path: {secret} (a hook's allow does not cover it)"
+        return decision, by_rule
+
+    def hook_allows_pending(self, request: PermissionRequest) -> bool:
+        """A hook answering a pending *ask* with allow (``before_permission_prompt``):
+        True, and the request is no longer pending, when :meth:`hook_may_allow` says so."""
+        if not self.hook_may_allow(request, self.asked_by_rule(request.tool_call_id)):
+            return False
+        self.take_pending(request.tool_call_id)
+        return True
+
+    # -------------------------------------------------------------------------------------------
 
     async def _decide(self, request: PermissionRequest) -> tuple[Decision, bool]:
         rule = self.matching_rule(request)

@@ -21,6 +21,8 @@ class Guards:
     repeated_tool_error: int = 3
     #: how deep subagents may nest (a subagent's own subagents are depth 2)
     subagent_depth: int = 2
+    #: how many times ``before_run_end`` hooks may make one run go on (Claude Code's Stop cap)
+    stop_continuations: int = 8
 
 
 @dataclass(slots=True)

@@ -78,6 +78,12 @@ class PermissionRequest:
     #: the value permission rules match (the tool's ``permission_key`` argument), if any
     permission_value: str | None = None
     destructive: bool | None = None
+    #: a ``before_tool_call`` hook's answer (``"allow"`` or ``"ask"``) and its reason; the
+    #: gate weighs it in one place (``PermissionGate._hook_answer``)
+    hook_decision: str | None = None
+    hook_reason: str | None = None
+    #: the plugin that rewrote ``input`` (a person asked is told), or None
+    rewritten_by: str | None = None
 
 
 # ---------------------------------------------------------------- rules

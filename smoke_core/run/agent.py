@@ -88,6 +88,10 @@ class Agent:
         self._pauses = PauseBroker()
         self._current: RunHandle | None = None
         self._busy: AgentErrorInfo | None = None  # why this run may not use its session (session_busy)
+        #: why this agent's session starts, for ``session_start``: a host sets ``"clear"``
+        #: for an agent made by a chat's /clear; None: ``startup`` or ``resume``
+        self.session_source: str | None = None
+        self._session_started = False
 
     # ------------------------------------------------------------ tools
 
@@ -213,7 +217,14 @@ class Agent:
             model_settings=self.model_settings,
             max_tool_output_chars=self.max_tool_output_chars,
             redactor=Redactor.from_environment(),
+            start_session=self._start_session,
         )
+
+    def _start_session(self, has_history: bool) -> str | None:
+        if self._session_started:
+            return None
+        self._session_started = True
+        return self.session_source or ("resume" if has_history else "startup")
 
     def run_sync(self, task: str | Sequence[TaskPart], *, output_type: Any = None, output_retries: int = 2) -> RunResult:
         """``asyncio.run(agent.run(task))`` for scripts."""
@@ -344,13 +355,19 @@ class Agent:
         if self.session_id is not None:
             self.store.append(self.session_id, message)
 
-    async def aclose(self) -> None:
-        """Release what plugins hold (``close_agent`` hook). Safe to call twice."""
+    async def aclose(self, *, reason: str = "other") -> None:
+        """End the session for plugins (``session_end`` with ``reason``, once,
+        when the agent ran) and release what they hold (``close_agent``). Safe
+        to call twice."""
 
         def failed(plugin: str, message: str, exc: BaseException) -> None:
             log.warning("smoke: %s (ignored)", message)
 
-        await HookRunner(self._pm).observe("close_agent", {"agent": self}, failed)
+        hooks = HookRunner(self._pm)
+        if self._session_started:
+            self._session_started = False
+            await hooks.observe("session_end", {"agent": self, "reason": reason}, failed)
+        await hooks.observe("close_agent", {"agent": self}, failed)
 
     async def __aenter__(self) -> Agent:
         return self

@@ -45,6 +45,19 @@ def warn_once(message: str) -> None:
         log.warning("smoke: %s", message)
 
 
+def split_hooks(hooks: dict[str, Any] | None) -> tuple[dict[str, Callable[..., Any]], dict[str, Any]]:
+    """``create_agent(hooks=...)`` in its two forms: Python hooks by hook name
+    (snake_case) and command hooks by event name (``PreToolUse``...)."""
+    python_hooks: dict[str, Callable[..., Any]] = {}
+    command_hooks: dict[str, Any] = {}
+    for name, value in (hooks or {}).items():
+        if isinstance(name, str) and name[:1].isupper():
+            command_hooks[name] = value
+        else:
+            python_hooks[name] = value
+    return python_hooks, command_hooks
+
+
 def create_agent(
     workspace_path: str | os.PathLike[str] = ".",
     *,
@@ -53,7 +66,7 @@ def create_agent(
     api_key: ApiKey = None,
     base_url: str | None = None,
     tools: Iterable[str | ToolDefinition] | None = None,
-    hooks: dict[str, Callable[..., Any]] | None = None,
+    hooks: dict[str, Any] | None = None,
     plugins: Iterable[object] | None = None,
     permission: str | Callable[..., Any] | None = None,
     auto_approve: bool | list[str] | None = None,
@@ -83,8 +96,12 @@ def create_agent(
     ``"anthropic"``...) or a provider instance; ``model="nvidia:meta/llama-3.3-70b-instruct"``
     names both. ``tools`` restricts the exposed groups when it holds group
     names (``["search", "git"]``) and adds tools when it holds
-    ``ToolDefinition``s. ``hooks`` maps hook names to callables; ``plugins``
-    are plugin objects for this agent only. ``provider_options`` go to the
+    ``ToolDefinition``s. ``hooks`` maps hook names to callables
+    (``{"before_tool_call": fn}``) and, with plugin smoke-hooks, event names
+    to command hooks in Claude Code's shape (``{"PreToolUse": [{"matcher":
+    "Bash", "hooks": [{"type": "command", "command": "./check.py"}]}]}``:
+    the code layer of the settings key ``hooks``); ``plugins`` are plugin
+    objects for this agent only. ``provider_options`` go to the
     provider factory (``{"idle_timeout": 30}``).
 
     Settings (docs/security.md): the keyword arguments ``provider``,
@@ -108,8 +125,14 @@ def create_agent(
     workspace = Workspace(workspace_path)
     if trust_workspace is not None and not isinstance(trust_workspace, bool):
         raise SettingsError(f"create_agent(trust_workspace=...): expected True, False or None, got {trust_workspace!r}")
-    pm = create_plugin_manager(list(plugins or []), hooks, autoload=autoload_plugins)
+    python_hooks, command_hooks = split_hooks(hooks)
+    pm = create_plugin_manager(list(plugins or []), python_hooks, autoload=autoload_plugins)
     specs = collect_setting_specs(pm)
+    if command_hooks and "hooks" not in specs:
+        raise SettingsError(
+            f"create_agent(hooks=...): {', '.join(sorted(command_hooks))} are command hooks (Claude Code's shape), "
+            f"which the smoke-hooks plugin runs: pip install smoke-hooks (or pass Python hooks by hook name)"
+        )
     for key in plugin_settings:
         if key not in specs:
             import difflib
@@ -129,6 +152,7 @@ def create_agent(
         "instructions": instructions if not isinstance(instructions, bool) else None,
         "plugin_options": plugin_options,
         "sandbox": sandbox.model_dump(exclude_unset=True) if isinstance(sandbox, SandboxSettings) else sandbox,
+        "hooks": command_hooks or None,
         **plugin_settings,
     }
     code = {k: v for k, v in code.items() if v is not None}

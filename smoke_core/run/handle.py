@@ -30,6 +30,7 @@ from ..wire.types import Usage
 from .fair import starved, take_turn
 from .model_caller import ModelCaller
 from .output import FINAL_RESULT, OutputSpec
+from .run_hooks import prompt_context, session_context
 from .state import Interrupted, RunDeps, RunFailed, RunResult, RunState
 from .steps import StepLoop
 from .subagents import SubagentRunner, subagent_emitter
@@ -243,6 +244,8 @@ class RunHandle(StepLoop, SubagentRunner):
                     },
                 )
                 await deps.hooks.observe("before_run", {"run": self}, self._hook_failed)
+                if self.parent is None:
+                    await self._session_and_prompt_hooks()
                 # the task is recorded after before_run, so what plugins attach is part of it
                 self._append({"role": "user", "content": self._content})
                 self._fix_tools()
@@ -288,6 +291,18 @@ class RunHandle(StepLoop, SubagentRunner):
             session_id=self.session_id,
             steps=st.step,
         )
+
+    async def _session_and_prompt_hooks(self) -> None:
+        """``session_start`` (the agent's first run) and ``before_prompt``: their
+        context joins the task message; a blocked prompt fails the run unrecorded."""
+        hooks = self._deps.hooks
+        texts: list[str] = []
+        source = self._deps.start_session(bool(self._st.messages))
+        if source is not None:
+            texts += await session_context(hooks, self, source, self._hook_failed)
+        texts += await prompt_context(hooks, self, self.task)
+        if texts:
+            self._content = [*self._content, *({"type": "text", "text": t} for t in texts)]
 
     def _hook_failed(self, plugin: str, message: str, exc: BaseException) -> None:
         log.warning("smoke: %s (ignored: this hook fails open)", message)

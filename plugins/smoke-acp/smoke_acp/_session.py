@@ -185,6 +185,19 @@ class ACPSession:
         except (ConnectionError, OSError) as exc:
             log.info("smoke acp: update not delivered (%s)", exc)
 
+    async def send_commands(self) -> None:
+        """The slash commands plugins offer for this session (``available_commands_update``)."""
+        from ._commands import available
+
+        assert self.agent is not None
+        try:
+            update = available(self.agent)
+        except Exception as exc:  # a plugin's commands must not break the session
+            log.warning("smoke acp: could not list slash commands: %s", exc)
+            return
+        if update.available_commands:
+            await self.send(update)
+
     async def send_mode(self) -> None:
         await self.send(CurrentModeUpdate(session_update="current_mode_update", current_mode_id=self.mode))
 
@@ -224,6 +237,14 @@ class ACPSession:
         if self.running is not None:
             raise RequestError(-32600, "a prompt is already running in this session; cancel it (session/cancel) "
                                       "or wait for it")
+        from ._commands import expand
+
+        expanded, said = await expand(self.agent, self.session_id, parts)
+        for text in said:
+            await self.send(U.message_chunk(text + "\n"))
+        if expanded is None:  # a slash command that sent nothing to the model
+            return "end_turn"
+        parts = expanded
         self.cancel_requested = False
         self._streamed.clear()
         loop = asyncio.get_running_loop()

@@ -34,6 +34,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from smoke_core.plugin import (
+    ClaudeDialect,
     ToolAnnotations,
     ToolContext,
     ToolDefinition,
@@ -237,7 +238,9 @@ def build_task_tool(catalogue: Catalogue) -> ToolDefinition:
         },
         # The delegation itself changes nothing: every call the subagent makes
         # goes through the same permission gate as the parent's own.
-        annotations=ToolAnnotations(title="Task", read_only_hint=True, kind="other"),
+        annotations=ToolAnnotations(title="Task", read_only_hint=True, kind="other", claude=ClaudeDialect(
+            name="Task", aliases=["Agent"],
+            input={"description": "description", "prompt": "prompt", "subagent_type": "agent"})),
         presentation=ToolPresentation(label="Task", icon="🤖", tone="info", group="agent"),
         execute=task,
         blocking=False,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from smoke_core.plugin import (
+    ClaudeDialect,
     ToolAnnotations,
     ToolDefinition,
     ToolError,
@@ -382,7 +383,8 @@ def build_tools() -> list[ToolDefinition]:
                 },
                 ["pattern"],
             ),
-            annotations=ToolAnnotations(title="Find files", read_only_hint=True, kind="search"),
+            annotations=ToolAnnotations(title="Find files", read_only_hint=True, kind="search",
+                                        claude=ClaudeDialect(name="Glob", input={"pattern": "pattern", "path": "path"})),
             permission_key="pattern",
             presentation=ToolPresentation(label="Find files", icon="🗂️", tone="info", group=GROUP),
             execute=glob_tool,
@@ -407,7 +409,9 @@ def build_tools() -> list[ToolDefinition]:
                 },
                 ["pattern"],
             ),
-            annotations=ToolAnnotations(title="Search file contents", read_only_hint=True, kind="search"),
+            annotations=ToolAnnotations(title="Search file contents", read_only_hint=True, kind="search", claude=ClaudeDialect(
+                name="Grep", input={"pattern": "pattern", "path": "path", "glob": "include", "-C": "context",
+                                    "-i": "case_insensitive", "head_limit": "limit"})),
             permission_key="path",
             presentation=ToolPresentation(label="Search", icon="🔎", tone="info", group=GROUP),
             execute=grep_tool,

@@ -11,7 +11,10 @@ Wire protocol (all under ``/api``, every call needs the server's token in the
   (tool presentations, current session, status); then every agent event as
   ``{type, session_id, run_id, timestamp, data}`` with a sequence number as
   the SSE ``id`` (``Last-Event-ID`` / ``?since=`` replays what was missed).
-- ``POST /api/runs`` ``{task, session_id?}`` starts a run in the background.
+- ``POST /api/runs`` ``{task, session_id?}`` starts a run in the background. A
+  task ``/name args`` runs that slash command first (:mod:`smoke_ui.commands`):
+  the text it returns is the task; one that returns nothing answers
+  ``{status: "said", said: [...]}``. ``GET /api/commands`` lists them.
 - ``POST /api/permissions/{tool_call_id}`` ``{decision}``, ``POST
   /api/questions/{tool_call_id}`` ``{text}``, ``POST /api/abort`` answer the run.
   ``{decision: "allow_always", remember: "local"|"user", rule}`` allows the
@@ -763,6 +766,7 @@ def create_app(
         )
 
     async def post_run(request: Request) -> Response:
+        said: list[str] = []
         try:
             body = await json_body(request)
             task = body.get("task")
@@ -771,10 +775,49 @@ def create_app(
             session_id = body.get("session_id")
             if session_id is not None and (not isinstance(session_id, str) or not _SESSION_ID.match(session_id)):
                 raise UIError(400, "session_id must be 1-128 characters of letters, digits, '_', '-', '.', ':'")
+            if task.startswith("/") and not task.startswith("//"):
+                sent, session_id, said = await slash(task.strip(), session_id)
+                if sent is None:
+                    return JSONResponse({"session_id": session_id, "status": "said", "said": said})
+                task = sent
+            elif task.startswith("//"):
+                task = task[1:]
             sid = await state.start_run(task, session_id)
         except UIError as exc:
             return fail(exc)
-        return JSONResponse({"session_id": sid, "status": "running"}, status_code=202)
+        return JSONResponse({"session_id": sid, "status": "running", "said": said}, status_code=202)
+
+    async def slash(line: str, session_id: str | None) -> tuple[str | None, str, list[str]]:
+        """Run a slash command (smoke_ui.commands): the task it sends (None: none), the session, what it said."""
+        from .commands import run_command
+
+        if state.running:
+            raise UIError(409, "a run is in progress: wait for it to end or stop it first")
+        sid = session_id or state.session_id
+        try:
+            agent = state.agent_for(sid)
+        except Exception as exc:
+            raise UIError(500, f"could not create the agent: {type(exc).__name__}: {exc}") from exc
+        try:
+            result, chat = await run_command(state, agent, sid, line)
+        except LookupError as exc:
+            raise UIError(400, str(exc)) from None
+        except RuntimeError as exc:
+            raise UIError(422, str(exc)) from None
+        if result is None:
+            return None, chat.session_id, chat.said
+        if isinstance(result, list):
+            result = "\n".join(p for p in result if isinstance(p, str))
+        return str(result), chat.session_id, chat.said
+
+    async def list_commands(request: Request) -> Response:
+        from .commands import commands_of, describe
+
+        try:
+            agent = state.agent_for(state.session_id)
+        except Exception as exc:
+            return JSONResponse({"error": f"could not create the agent: {type(exc).__name__}: {exc}"}, 500)
+        return JSONResponse({"commands": describe(commands_of(agent))})
 
     async def post_permission(request: Request) -> Response:
         try:
@@ -867,6 +910,7 @@ def create_app(
         Route("/api/state", get_state),
         Route("/api/events", events),
         Route("/api/runs", post_run, methods=["POST"]),
+        Route("/api/commands", list_commands, methods=["GET"]),
         Route("/api/permissions/{tool_call_id:str}", post_permission, methods=["POST"]),
         Route("/api/questions/{tool_call_id:str}", post_question, methods=["POST"]),
         Route("/api/abort", post_abort, methods=["POST"]),

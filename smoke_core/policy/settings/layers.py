@@ -215,6 +215,8 @@ def _merge(ws: Path, trusted: bool, layers: list[LayerData], managed: LayerData 
     instructions: list[str] = []
     managed_keys = set(managed.core) | set(managed.plugin) if managed is not None else set()
     managed_keys.discard("permissions")  # rules add up; managed ones always apply
+    # a plugin that reads its files itself (code_only) merges its layers itself (command hooks add up)
+    managed_keys -= {k for k in managed_keys if k in specs and specs[k].code_value_only}
 
     for data in layers:
         untrusted = data.layer in WORKSPACE_LAYERS and not trusted

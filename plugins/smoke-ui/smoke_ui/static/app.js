@@ -1052,6 +1052,21 @@
     "subagent.completed": (ev) => { if (isChild(ev)) subagentEnded(ev.data, "completed"); },
     "subagent.failed": (ev) => { if (isChild(ev)) subagentEnded(ev.data, "failed"); },
     "subagent.interrupted": (ev) => { if (isChild(ev)) subagentEnded(ev.data, "interrupted"); },
+    "hook.completed": (ev) => {
+      // a command hook (plugin smoke-hooks) ran: which, where it came from, what it decided
+      const d = ev.data || {};
+      const took = typeof d.duration_ms === "number" ? " (" + Math.round(d.duration_ms) + " ms)" : "";
+      const why = d.error || d.reason;
+      const text = "🪝 " + (d.hook_event || "hook") + " · " + (d.hook || "") + " · " + (d.decision || "no decision") + took + (why ? ": " + why : "");
+      const row = el("div", { class: "note note-hook" + (d.error ? " note-warning" : ""), testid: "hook-note" }, [visible(text, "text")]);
+      if (isChild(ev)) {
+        subagentBox(ev.data.parent_tool_call_id).body.append(row);
+        scroll();
+        return;
+      }
+      closeText();
+      add(row);
+    },
     "compaction.completed": (ev) => {
       note("🗜️ Older turns summarised (" + ev.data.messages_before + " → " + ev.data.messages_after + " messages)");
     },
@@ -1280,14 +1295,37 @@
     $("send-button").disabled = true;
     try {
       const res = await api("POST", "/api/runs", { task, session_id: state.sessionId });
+      // a slash command may have said something (and sent nothing to the model)
+      for (const said of res.said || []) note(said).setAttribute("data-testid", "command-output");
+      $("command-hints").classList.add("hidden");
       // run.started (over SSE) sets the status; it may even have arrived before this answer
       setSession(res.session_id);
       input.value = "";
+      if (res.status === "said") $("send-button").disabled = state.running;
     } catch (err) {
       showError("Could not start the run", err.message);
       $("send-button").disabled = state.running;
     }
   });
+
+  // Slash commands: while the task starts with "/", the commands that fit are listed above it.
+  let commandList = null;
+  async function loadCommands() {
+    try { commandList = (await api("GET", "/api/commands")).commands || []; } catch (err) { commandList = []; }
+  }
+  function showCommandHints() {
+    const box = $("command-hints");
+    const value = $("task-input").value;
+    if (!value.startsWith("/") || value.startsWith("//") || /\s/.test(value)) { box.classList.add("hidden"); return; }
+    if (commandList === null) { loadCommands().then(showCommandHints); return; }
+    const typed = value.slice(1);
+    box.textContent = "";
+    for (const c of commandList.filter((c) => c.name.startsWith(typed)).slice(0, 12)) {
+      box.append(el("div", { class: "command-hint", testid: "command-hint" }, [el("code", { text: c.usage }), " ", visible(c.description || "", "text")]));
+    }
+    box.classList.toggle("hidden", !box.children.length);
+  }
+  $("task-input").addEventListener("input", showCommandHints);
 
   // Enter sends, Shift+Enter starts a new line (an IME composition is left alone).
   $("task-input").addEventListener("keydown", (ev) => {
