@@ -36,6 +36,8 @@ __all__ = [
     "ChatHost",
     "ConfigError",
     "Event",
+    "FormError",
+    "FormField",
     "Image",
     "JournalingStore",
     "Lease",
@@ -68,8 +70,10 @@ __all__ = [
     "WorkspacePath",
     "WorkspaceRaceError",
     "batch_error_result",
+    "check_form",
     "child_env",
     "create_agent",
+    "form_fields",
     "hookimpl",
     "is_secret_name",
     "lease_decision",
@@ -95,6 +99,10 @@ _LAZY: dict[str, str] = {
     "ToolError": "base.errors",
     "EVENT_TYPES": "base.events",
     "Event": "base.events",
+    "FormError": "base.forms",
+    "FormField": "base.forms",
+    "check_form": "base.forms",
+    "form_fields": "base.forms",
     "Image": "base.images",
     "Message": "base.messages",
     "user_message": "base.messages",
@@ -174,6 +182,7 @@ if TYPE_CHECKING:
         ToolError,
     )
     from .base.events import EVENT_TYPES, Event
+    from .base.forms import FormError, FormField, check_form, form_fields
     from .base.images import Image
     from .base.messages import Message, user_message
     from .batch.main import BatchError, run_batch

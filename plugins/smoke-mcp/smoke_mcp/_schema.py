@@ -125,6 +125,42 @@ def provider_schema(raw: Any) -> dict[str, Any]:
     return schema
 
 
+#: providers that take a tool's JSON Schema as the server wrote it ($schema,
+#: $defs and $ref, allOf/anyOf, if/then/else kept); every other provider gets
+#: :func:`provider_schema`'s inlined form. A provider may say so itself with an
+#: attribute ``tool_schemas = "full"`` (or ``"inline"``).
+FULL_SCHEMA_PROVIDERS = frozenset({"anthropic", "scripted"})
+
+
+def takes_full_schemas(provider: Any) -> bool:
+    declared = getattr(provider, "tool_schemas", None)
+    if declared in ("full", "inline"):
+        return bool(declared == "full")
+    return getattr(provider, "name", None) in FULL_SCHEMA_PROVIDERS
+
+
+def schema_for_provider(raw: Any, provider: Any) -> dict[str, Any]:
+    """An MCP tool's ``inputSchema`` as ``provider`` can take it: whole (only
+    made an object at the top when it is not one) for providers that accept
+    full JSON Schema, else :func:`provider_schema`. A schema that is not
+    valid JSON Schema becomes a permissive object either way."""
+    if not takes_full_schemas(provider):
+        return provider_schema(raw)
+    if not isinstance(raw, dict) or raw.get("type", "object") != "object":
+        return provider_schema(raw)
+    schema = copy.deepcopy(raw)
+    schema.setdefault("type", "object")
+    if not isinstance(schema.get("properties", {}), dict):
+        return provider_schema(raw)
+    try:
+        import jsonschema
+
+        jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
+    except Exception:
+        return {"type": "object", "properties": {}, "additionalProperties": True}
+    return schema
+
+
 def _has_ref(node: Any) -> bool:
     if isinstance(node, dict):
         return "$ref" in node or any(_has_ref(v) for v in node.values())

@@ -83,7 +83,8 @@ def build_server():  # type: ignore[no-untyped-def]
     async def grow(name: str, ctx: Context) -> str:
         """Add a tool called name, and tell the client its tools changed (tools/list_changed)."""
         server.add_tool(lambda: f"i am {name}", name=name, description=f"A tool added at run time: {name}")
-        await ctx.session.send_tool_list_changed()
+        await ctx.session.send_tool_list_changed()  # a 2025 (handshake) client
+        await ctx.notify_tools_changed()  # a 2026-07-28 client, on its subscriptions/listen stream
         return f"added {name}"
 
     # ------------------------------------------------------------ resources and prompts
