@@ -91,7 +91,7 @@ class LoginHost(Host):
 
     async def login(self, conn: MCPServerConnection, url: str) -> None:
         self.asked = True
-        opened = open_browser(url)
+        opened = await open_browser(url)
         self.say(f"{'Opened your browser at' if opened else 'Open this address in a browser to log in'}:\n  {url}\n"
                  f"waiting for the browser to come back to {_redirect_of(url)} ...")
 
@@ -154,7 +154,7 @@ class AgentHost(Host):
                 answer = await run.ask_user(question, options=list(URL_OPTIONS))
             if str(answer).strip().lower() != URL_OPTIONS[0]:
                 return ElicitResult(action="decline")
-            if not open_browser(params.url):
+            if not await open_browser(params.url):
                 self._warn(f"MCP server {name!r}: no browser could be opened; open {params.url} yourself", name)
             return ElicitResult(action="accept")
         schema = form_schema(params)
@@ -252,7 +252,7 @@ class AgentHost(Host):
         )
         if str(answer).strip().lower() != LOGIN_OPTIONS[0]:
             raise LoginRequired("the login was not started now.")
-        if not open_browser(url):
+        if not await open_browser(url):
             self._warn(f"no browser could be opened for the login to MCP server {name!r}: open this address "
                        f"yourself: {url}", name)
 

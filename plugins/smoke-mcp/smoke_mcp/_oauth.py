@@ -323,24 +323,26 @@ _PAGE = ("<!doctype html><meta charset=utf-8><title>Smoke</title>"
 
 class LoopbackLogin:
     """The ``redirect_uri`` of a login (``http://127.0.0.1:PORT/callback``) and
-    the listener that takes the browser's answer. The listener runs only
-    while a login waits (:meth:`wait`)."""
+    the listener that takes the browser's answer: started (:meth:`start`)
+    before the browser is opened, stopped once the answer came (:meth:`wait`)."""
 
     def __init__(self, server: str, port: int | None) -> None:
         self.server = server
         self.port = port or free_port()
         self.redirect_uri = f"http://127.0.0.1:{self.port}/callback"
+        self._httpd: Any = None
+        self._answer: Any = None
 
-    async def wait(self, timeout: float = LOGIN_TIMEOUT) -> Any:
-        """The authorization answer (code, state, iss). Raises :class:`LoginFailed`."""
+    def start(self) -> None:
+        """Listen on 127.0.0.1 for the browser's answer. Raises :class:`LoginFailed`."""
         import asyncio
         import http.server
         from html import escape
 
-        from mcp.shared.auth import AuthorizationCodeResult
-
+        self.stop()
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[dict[str, list[str]]] = loop.create_future()
+        self._answer = answer
         name = self.server
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -373,15 +375,30 @@ class LoopbackLogin:
         except OSError as exc:
             raise LoginFailed(f"the login needs 127.0.0.1:{self.port} for the browser's answer, but it is "
                               f"taken ({exc.strerror or exc}); set oauth.callback_port to a free port") from None
-        thread = threading.Thread(target=httpd.serve_forever, name=f"smoke-mcp-login:{name}", daemon=True)
-        thread.start()
+        self._httpd = httpd
+        threading.Thread(target=httpd.serve_forever, name=f"smoke-mcp-login:{name}", daemon=True).start()
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+
+    async def wait(self, timeout: float = LOGIN_TIMEOUT) -> Any:
+        """The authorization answer (code, state, iss). Raises :class:`LoginFailed`."""
+        import asyncio
+
+        from mcp.shared.auth import AuthorizationCodeResult
+
+        if self._answer is None:
+            self.start()
         try:
-            query = await asyncio.wait_for(answer, timeout)
+            query = await asyncio.wait_for(asyncio.shield(self._answer), timeout)
         except TimeoutError:
             raise LoginFailed(f"the browser did not come back within {timeout:g} s") from None
         finally:
-            httpd.shutdown()
-            httpd.server_close()
+            self.stop()
+            self._answer = None
         if "error" in query:
             error = query["error"][0]
             why = f": {query['error_description'][0]}" if query.get("error_description") else ""
@@ -395,14 +412,19 @@ class LoopbackLogin:
                                        iss=(query.get("iss") or [None])[0])
 
 
-def open_browser(url: str) -> bool:
-    """Open ``url`` in the person's browser (``$BROWSER`` honoured); False if none could be opened."""
+async def open_browser(url: str) -> bool:
+    """Open ``url`` in the person's browser (``$BROWSER`` honoured; in a
+    thread: a command browser is waited for); False if none could be opened."""
+    import asyncio
     import webbrowser
 
-    try:
-        return bool(webbrowser.open(url))
-    except Exception:
-        return False
+    def go() -> bool:
+        try:
+            return bool(webbrowser.open(url))
+        except Exception:
+            return False
+
+    return await asyncio.to_thread(go)
 
 
 # ---------------------------------------------------------------- the provider
@@ -463,7 +485,12 @@ def build_auth(cfg: MCPServerConfig, *, login: Callable[[str], Awaitable[None]],
 
     async def redirect(url: str) -> None:
         with waiting():
-            await login(url)
+            browser.start()  # before the browser is opened: it may come back at once
+            try:
+                await login(url)
+            except BaseException:
+                browser.stop()
+                raise
 
     async def callback() -> Any:
         with waiting():

@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from ._config import MCPServerConfig, load_server_configs, user_config_path
 from ._connection import MCPServerConnection, MCPServerError
-from ._schema import sanitize_server_name, schema_for_provider, tool_name_for, unique_name
+from ._schema import (
+    mcp_tool_class,
+    sanitize_server_name,
+    schema_for_provider,
+    tool_name_for,
+    unique_name,
+)
 
 if TYPE_CHECKING:
     from smoke_core.plugin import Agent, RunHandle, ToolContext, ToolDefinition
@@ -365,7 +371,7 @@ class MCPAgentState:
     # ------------------------------------------------------------ tools
 
     def tool_definition(self, server: str, tool: Any, exposed_name: str, *, provider: Any = None) -> ToolDefinition:
-        from smoke_core.plugin import ToolAnnotations, ToolDefinition, ToolPresentation
+        from smoke_core.plugin import ToolAnnotations, ToolPresentation
 
         hints = annotations_for(tool)
         title = hints["title"]
@@ -378,7 +384,7 @@ class MCPAgentState:
         async def execute(input: dict[str, Any], ctx: ToolContext) -> Any:
             return await state.call(server, mcp_name, input, ctx)
 
-        return ToolDefinition(
+        return mcp_tool_class()(
             name=exposed_name,
             description=f"[{server}] {description}",
             input_schema=schema_for_provider(getattr(tool, "input_schema", None), provider),

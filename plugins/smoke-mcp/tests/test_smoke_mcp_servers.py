@@ -757,7 +757,7 @@ async def test_a_trusted_workspace_with_auto_approve_still_asks_a_person_for_a_n
         await approving.run("go")
     assert _started_servers(rec2) == ["r"] and "r__upper" in _tool_names(provider2)
 
-    remembered, provider3 = _agent(tmp_path, ["ok"], None, auto_approve=True)
+    remembered, _ = _agent(tmp_path, ["ok"], None, auto_approve=True)
     rec3 = Recorder(remembered)
     async with remembered:
         await remembered.run("go")
