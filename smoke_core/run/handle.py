@@ -395,19 +395,22 @@ class RunHandle(StepLoop, SubagentRunner):
         form: dict[str, Any] | None = None,
     ) -> Any:
         pauses = self._deps.pauses
-        self.emit(
-            "ask_user.required",
-            {"tool_call_id": call_id, "question": question, "options": options, "multiple": multiple, "form": form},
-        )
-        if form is None:
-            answer = await pauses.wait(call_id)
-            self.emit("ask_user.response", {"tool_call_id": call_id, "text": answer})
-            return answer
-        pauses.forms[call_id] = form
+        if form is not None and not self._listening("ask_user.required"):
+            return None  # nobody listens for questions, so nobody can fill the form in: declined
+        if form is not None:
+            pauses.forms[call_id] = form  # before the event: a listener may answer (respond_form) at once
         try:
+            self.emit(
+                "ask_user.required",
+                {"tool_call_id": call_id, "question": question, "options": options, "multiple": multiple,
+                 "form": form},
+            )
             answer = await pauses.wait(call_id)
         finally:
             pauses.forms.pop(call_id, None)
+        if form is None:
+            self.emit("ask_user.response", {"tool_call_id": call_id, "text": answer})
+            return answer
         values, problem = form_answer(form, answer)
         if problem:
             self.warn(AgentErrorInfo.from_code(
