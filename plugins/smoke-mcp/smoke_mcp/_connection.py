@@ -162,10 +162,17 @@ class MCPServerConnection:
         self._requests = asyncio.Queue()
         self._task = loop.create_task(self._main(), name=f"smoke-mcp:{self.config.name}")
         try:
-            # _main enforces the connect timeout itself; this bound is a backstop
+            # _main enforces the connect timeout itself; this bound is a backstop (not
+            # counting the time a person is asked something: a login, a form)
             waiters: set[asyncio.Future[Any]] = {self._ready, self._task}
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED,
-                               timeout=self.config.connect_timeout + _CLOSE_GRACE)
+            started, paused = time.monotonic(), self.person_paused()
+            while not self._ready.done() and not self._task.done():
+                left = self.config.connect_timeout + _CLOSE_GRACE - (
+                    time.monotonic() - started - (self.person_paused() - paused))
+                if left <= 0:
+                    break
+                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED,
+                                   timeout=min(left, 1.0) if self._person_waits else left)
         except BaseException:
             await self.close()
             raise

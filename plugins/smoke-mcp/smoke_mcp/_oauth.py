@@ -290,7 +290,8 @@ class ServerTokens:
         if record.get("auth_server_url") and context.auth_server_url is None:
             context.auth_server_url = record["auth_server_url"]
         if context.current_tokens is not None and record.get("expires_at") is not None:
-            context.token_expiry_time = float(record["expires_at"])
+            # the SDK reads 0 as "no expiry": an expired token keeps a time in the past
+            context.token_expiry_time = max(float(record["expires_at"]), 1.0)
 
 
 def _restoring(base: type) -> type:
