@@ -94,11 +94,10 @@ def build_server():  # type: ignore[no-untyped-def]
 
     from typing import Annotated, Literal
 
-    from pydantic import BaseModel, Field
-
     from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
     from mcp.server.mcpserver import Elicit, ListRoots, Resolve, Sample
     from mcp.types import CreateMessageResult, ListRootsResult, SamplingMessage, TextContent
+    from pydantic import BaseModel, Field
 
     class Order(BaseModel):
         name: str = Field(description="Who the pizza is for")

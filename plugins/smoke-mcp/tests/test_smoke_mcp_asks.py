@@ -72,7 +72,7 @@ async def test_a_form_reaches_the_person_through_ask_user_and_defaults_are_appli
         result = await agent.run("order a pizza")
     assert result.status == "completed"
     asked = rec.of("ask_user.required")
-    assert len(asked) == 1 and "MCP server 't' asks: Which pizza do you want?" == asked[0]["question"]
+    assert len(asked) == 1 and asked[0]["question"] == "MCP server 't' asks: Which pizza do you want?"
     form = asked[0]["form"]
     assert form["required"] == ["name"] and form["properties"]["size"]["enum"] == ["small", "large"]
     # the person typed only the name: the schema's defaults fill in the rest, checked by the server's own model

@@ -116,8 +116,9 @@ def _warnings(events: list[Any]) -> list[str]:
 @pytest.mark.slow
 async def test_login_a_call_expiry_and_refresh_logout_and_no_token_anywhere(
         tmp_path: Path, env: dict[str, str], servers: list[OAuthServer], caplog: pytest.LogCaptureFixture) -> None:
-    from smoke_core.plugin import SQLiteStore
     from smoke_mcp._oauth import TokenStore, token_file
+
+    from smoke_core.plugin import SQLiteStore
 
     caplog.set_level(logging.DEBUG)
     server = _start(tmp_path)
