@@ -477,7 +477,11 @@ class ACPSession:
         is checked against the form (defaults applied); one that does not fit
         declines, with what was wrong."""
         assert self.agent is not None
-        from acp.schema import AcceptElicitationResponse, ElicitationFormSessionMode, ElicitationSchema
+        from acp.schema import (
+            AcceptElicitationResponse,
+            ElicitationFormSessionMode,
+            ElicitationSchema,
+        )
 
         from smoke_core.plugin import FormError
 

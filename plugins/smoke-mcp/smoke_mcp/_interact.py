@@ -49,7 +49,8 @@ def form_schema(params: Any) -> dict[str, Any]:
     schema = params.requested_schema
     if isinstance(schema, dict):
         return schema
-    return schema.model_dump(by_alias=True, exclude_none=True)  # pragma: no cover - older SDKs
+    dumped: dict[str, Any] = schema.model_dump(by_alias=True, exclude_none=True)  # older SDKs
+    return dumped
 
 
 class Host:

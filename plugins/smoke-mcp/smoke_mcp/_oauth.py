@@ -298,7 +298,7 @@ def _restoring(base: type) -> type:
     """``base`` (an SDK provider class) whose ``_initialize`` also restores
     what :class:`ServerTokens` kept."""
 
-    class Restoring(base):  # type: ignore[valid-type,misc]
+    class Restoring(base):  # type: ignore[misc]
         _smoke_tokens: ServerTokens
 
         async def _initialize(self) -> None:
@@ -366,7 +366,11 @@ class LoopbackLogin:
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
-                loop.call_soon_threadsafe(lambda: answer.done() or answer.set_result(query))
+                def settle() -> None:
+                    if not answer.done():
+                        answer.set_result(query)
+
+                loop.call_soon_threadsafe(settle)
 
             def log_message(self, *args: Any) -> None:  # the query holds the code: never logged
                 pass

@@ -384,7 +384,7 @@ class MCPAgentState:
         async def execute(input: dict[str, Any], ctx: ToolContext) -> Any:
             return await state.call(server, mcp_name, input, ctx)
 
-        return mcp_tool_class()(
+        definition: ToolDefinition = mcp_tool_class()(
             name=exposed_name,
             description=f"[{server}] {description}",
             input_schema=schema_for_provider(getattr(tool, "input_schema", None), provider),
@@ -394,6 +394,7 @@ class MCPAgentState:
             execute=execute,
             group="mcp",
         )
+        return definition
 
     async def connection(self, server: str, ctx: ToolContext) -> MCPServerConnection:
         """The live connection to ``server`` for a tool call (restarting a dead
