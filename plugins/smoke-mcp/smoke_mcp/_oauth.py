@@ -424,6 +424,13 @@ async def open_browser(url: str) -> bool:
     import webbrowser
 
     def go() -> bool:
+        # $BROWSER read now (webbrowser reads it once per process, at its first use)
+        for command in filter(None, os.environ.get("BROWSER", "").split(os.pathsep)):
+            try:
+                if webbrowser.get(command).open(url):
+                    return True
+            except Exception:
+                continue
         try:
             return bool(webbrowser.open(url))
         except Exception:

@@ -141,6 +141,12 @@ def build_server():  # type: ignore[no-untyped-def]
             "type": "object", "properties": {"address": {"type": "object", "properties": {"street": {"type": "string"}}}}})
         return f"bad form: {result.action}"
 
+    @server.tool()
+    async def open_page(ctx: Context) -> str:
+        """Ask the person to open a page (URL-mode elicitation, 2025-11-25 only)."""
+        result = await ctx.elicit_url("Sign the agreement there", "https://sign.example.invalid/doc?id=7", "el-7")
+        return f"page: {result.action}"
+
     changed = anyio.Event()
     seen: list[list[str]] = []
 

@@ -243,3 +243,26 @@ async def test_set_roots_tells_the_server_and_it_lists_them_again(tmp_path: Path
         assert told == 1
         await agent.run("roots again?")
     assert json.loads(rec.text("roots_after_change")) == [a.resolve().as_uri(), b.resolve().as_uri()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("answer", ["open it", "decline"])
+async def test_a_url_is_opened_only_when_the_person_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           answer: str) -> None:
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.py"
+    browser.write_text(f"import sys; open({str(opened)!r}, 'a').write(sys.argv[1])")
+    monkeypatch.setenv("BROWSER", f"{sys.executable} {browser} %s")
+    agent, _ = _agent(tmp_path, [_call("open_page"), "ok"], "legacy")
+    rec = Recorder(agent)
+    agent.on("ask_user.required", lambda e: agent.respond(e.data["tool_call_id"], answer))
+    async with agent:
+        await agent.run("sign")
+    asked = rec.of("ask_user.required")
+    assert asked[0]["options"] == ["open it", "decline"]
+    assert "https://sign.example.invalid/doc?id=7" in asked[0]["question"] and "the server's" in asked[0]["question"]
+    if answer == "open it":
+        assert rec.text("open_page") == "page: accept"
+        assert opened.read_text() == "https://sign.example.invalid/doc?id=7"
+    else:
+        assert rec.text("open_page") == "page: decline" and not opened.exists()
