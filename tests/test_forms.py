@@ -139,8 +139,8 @@ class PersonOnly:
     @hookimpl
     async def before_run(self, run: Any) -> None:
         self.allowed.append(await run.request_permission(kind="service", name="db", person=True))
-        reply, finish = await run.sample([{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
-                                         system="be brief", settings={"max_tokens": 5})
+        reply, _ = await run.sample([{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+                                    system="be brief", settings={"max_tokens": 5})
         self.sampled.append("".join(b.get("text", "") for b in reply["content"] if b["type"] == "text"))
         answer = await run.ask_user("Proceed?", options=["yes", "no"])
         self.sampled.append(answer)
