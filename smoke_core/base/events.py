@@ -68,7 +68,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
         "suggested_rule_user",
     ),
     "permission.resolved": ("tool_call_id", "decision"),
-    "ask_user.required": ("tool_call_id", "question", "options", "multiple", "form"),
+    "ask_user.required": ("tool_call_id", "question", "options", "multiple"),
     "ask_user.response": ("tool_call_id", "text"),
     "compaction.started": ("messages", "estimated_tokens"),
     "compaction.completed": ("messages_before", "messages_after", "estimated_tokens"),

@@ -400,11 +400,11 @@ class RunHandle(StepLoop, SubagentRunner):
         if form is not None:
             pauses.forms[call_id] = form  # before the event: a listener may answer (respond_form) at once
         try:
-            self.emit(
-                "ask_user.required",
-                {"tool_call_id": call_id, "question": question, "options": options, "multiple": multiple,
-                 "form": form},
-            )
+            data: dict[str, Any] = {"tool_call_id": call_id, "question": question, "options": options,
+                                    "multiple": multiple}
+            if form is not None:
+                data["form"] = form
+            self.emit("ask_user.required", data)
             answer = await pauses.wait(call_id)
         finally:
             pauses.forms.pop(call_id, None)

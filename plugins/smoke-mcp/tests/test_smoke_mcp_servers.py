@@ -504,7 +504,7 @@ def test_cli_list_and_tools(tmp_path: Path) -> None:
     checked = runner.invoke(cli, ["mcp", "list", "-w", str(tmp_path), "--check", "--json"])
     assert checked.exit_code == 1, checked.output  # "remote" failed
     status = {r["name"]: r["status"] for r in json.loads(checked.stdout)}
-    assert status["t"] == "ok (11 tools)" and status["remote"].startswith("failed:")
+    assert status["t"] == "ok (18 tools)" and status["remote"].startswith("failed:")
     # --check does not run the commands a repository's .mcp.json names
     assert status["fromrepo"].startswith("not started") and "smoke mcp tools fromrepo" in status["fromrepo"]
     assert not started.exists()
@@ -576,7 +576,7 @@ def test_cli_list_exits_0_on_a_valid_configuration(tmp_path: Path) -> None:
     checked = _smoke_mcp_list(ws, "--check", "--json")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     status = {r["name"]: r["status"] for r in json.loads(checked.stdout)}
-    assert status["mine"] == "ok (11 tools)" and status["fromrepo"].startswith("not started")
+    assert status["mine"] == "ok (18 tools)" and status["fromrepo"].startswith("not started")
     assert not started.exists()
 
 
@@ -594,11 +594,11 @@ def test_cli_list_check_exits_1_when_a_server_fails_to_start(tmp_path: Path) -> 
     assert checked.returncode == 1, checked.stdout + checked.stderr
     status = {r["name"]: r["status"] for r in json.loads(checked.stdout)}
     assert status["gone"].startswith("failed:") and "was not found" in status["gone"]
-    assert status["mine"] == "ok (11 tools)"  # every server is still reported
+    assert status["mine"] == "ok (18 tools)"  # every server is still reported
 
     table = _smoke_mcp_list(ws, "--check")
     assert table.returncode == 1, table.stdout + table.stderr
-    assert "failed: MCP server 'gone'" in table.stdout and "ok (11 tools)" in table.stdout
+    assert "failed: MCP server 'gone'" in table.stdout and "ok (18 tools)" in table.stdout
 
 
 
