@@ -117,7 +117,7 @@ def decide(
     for sc in details:
         if sc.container or sc.speculative:
             continue
-        found_rule = _covering(sc.allow_forms, (*env, *sc.assignments), env, background, allow)
+        found_rule = covering_rule(sc.allow_forms, (*env, *sc.assignments), env, background, allow)
         if found_rule is None:
             why = f"no allow rule matches {_show(sc.argv)}"
             if env:
@@ -132,7 +132,7 @@ def decide(
     return CommandDecision("allow", "every command matches an allow rule", covering=tuple(covering))
 
 
-def _covering(forms: Sequence[Argv], assigned: Sequence[tuple[str, str]], env: Sequence[tuple[str, str]],
+def covering_rule(forms: Sequence[Argv], assigned: Sequence[tuple[str, str]], env: Sequence[tuple[str, str]],
               background: bool, allow: RuleSet[T]) -> T | None:
     for form in forms:
         for pat, rule in allow.candidates(form):

@@ -73,3 +73,28 @@ def is_dangerous_var(name: str) -> bool:
     starts (case-insensitive: zsh's ``path`` is tied to ``PATH``)."""
     upper = name.upper()
     return upper in DANGEROUS_VARS or upper.startswith(DANGEROUS_PREFIXES)
+
+
+_WHY = (
+    (("BASH_ENV", "ENV"), "bash and sh run the file it names before the command"),
+    (("SHELLOPTS", "BASHOPTS"), "it turns on shell options (xtrace expands PS4, which can run commands)"),
+    (("PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS3", "PS4"), "the shell runs or expands commands from it"),
+    (("IFS",), "it changes how the shell splits words, so the command is not the one shown"),
+    (("PATH", "CDPATH", "EXECIGNORE"), "it decides which program a command name runs"),
+    (("LD_", "DYLD_"), "the dynamic loader loads code from it into every program"),
+    (("PYTHON",), "Python runs or imports code from it at start-up"),
+    (("NODE_",), "node loads code or options from it"),
+    (("PERL", "RUBY", "GEM_", "BUNDLE_", "LUA_", "TCLLIBPATH"), "the interpreter loads code from it"),
+    (("GIT_",), "git runs programs or reads config from it"),
+    (("BASH_FUNC_",), "bash imports it as a function definition"),
+)
+
+
+def why_dangerous(name: str) -> str:
+    """Why :func:`is_dangerous_var` refuses ``name``, in a few words."""
+    upper = name.upper()
+    for names, why in _WHY:
+        if any(upper == n or (n.endswith("_") and upper.startswith(n)) or (n in ("PYTHON", "PERL", "RUBY")
+               and upper.startswith(n)) for n in names):
+            return why
+    return "it changes how a shell, the dynamic loader or an interpreter starts"
