@@ -15,10 +15,10 @@ import pytest
 from smoke_core.policy.commands import grammar
 from smoke_core.policy.commands.decide import CommandDecision, RuleSet, decide
 from smoke_core.policy.commands.model import DynamicWord, GlobWord
-from smoke_core.policy.commands.patterns import PatternError, exact_pattern, match_level, matches
+from smoke_core.policy.commands.patterns import exact_pattern, match_level, matches
+from smoke_core.policy.commands.variables import FOREIGN_SHELLS, SHELLS
 from smoke_core.policy.commands.walker import Walker, parse_command
 from smoke_core.policy.commands.wrappers import WRAPPERS
-from smoke_core.policy.commands.variables import FOREIGN_SHELLS, SHELLS
 
 WS = Path(__file__).resolve().parent
 DENY_RM = ["rm *"]
@@ -495,7 +495,7 @@ def _git_is_control(rel):
 
 @pytest.mark.parametrize("src,why", NOT_ALLOWED)
 def test_not_allowed(src, why):
-    allow = ALLOW + ["cat *", "echo *", "[[ *", "read *", "trap *"]
+    allow = [*ALLOW, "cat *", "echo *", "[[ *", "read *", "trap *"]
     p = parse_command(src, WS, control=_git_is_control)
     d = decide_on(p, deny=DENY_RM, allow=allow)
     if src == "xargs pytest":
@@ -660,7 +660,8 @@ def test_declarations_recorded():
 # Errors and fail-safe fallbacks
 # --------------------------------------------------------------------------- #
 
-@pytest.mark.parametrize("src", ["echo 'unterminated", "if true; then", "ls (", "echo )",
+@pytest.mark.parametrize("src", ["echo 'unterminated", "if true; then", "ls (", "echo )", "do rm v",
+                                 "'for' f in a; do echo x; done",
                                  "for x in; do", "a && ", "echo $(",
                                  "case x in", "{ ls"])
 def test_syntax_errors_never_allowed(src):
@@ -865,7 +866,7 @@ def _names(src):
 
 
 def _ansi(name):
-    return "$'" + "".join("\\x%02x" % ord(c) for c in name) + "'"
+    return "$'" + "".join(f"\\x{ord(c):02x}" for c in name) + "'"
 
 
 NAME_OBFUSCATIONS = [

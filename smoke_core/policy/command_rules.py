@@ -96,6 +96,8 @@ class Verdict:
     exact: bool = False
     #: a control file the command writes (never auto-allowed)
     control: str | None = None
+    #: the rule that decided (deny or ask), if one did
+    rule: PermissionRule | None = None
 
 
 def decide_command(request: PermissionRequest, parse: CommandParse, tool: ToolRules) -> Verdict:
@@ -105,15 +107,18 @@ def decide_command(request: PermissionRequest, parse: CommandParse, tool: ToolRu
     background = call_background(request)
     broken = [rule for rule, _ in tool.broken if rule.action != "allow"]
     if tool.bare["deny"]:
-        return Verdict("deny", f"denied by {tool.bare['deny'][0].describe()}", by_rule=True)
+        return Verdict("deny", f"denied by {tool.bare['deny'][0].describe()}", by_rule=True,
+                       rule=tool.bare["deny"][0])
     decision: CommandDecision[PermissionRule] = decide(
         parse, deny=tool.deny, ask=tool.ask, allow=tool.allow, env=env, background=background)
     control = next((o for o in parse.opaque if o.startswith("redirection writes a control file")), None)
     if decision.action == "deny":
         assert decision.rule is not None
-        return Verdict("deny", f"denied by {decision.rule.describe()}: {decision.reason}", by_rule=True)
+        return Verdict("deny", f"denied by {decision.rule.describe()}: {decision.reason}", by_rule=True,
+                       rule=decision.rule)
     if tool.bare["ask"]:
-        return Verdict("ask", f"asks by {tool.bare['ask'][0].describe()}", by_rule=True, control=control)
+        return Verdict("ask", f"asks by {tool.bare['ask'][0].describe()}", by_rule=True, control=control,
+                       rule=tool.bare["ask"][0])
     if broken:
         why = next(w for r, w in tool.broken if r is broken[0])
         return Verdict("ask", f"{broken[0].describe()} cannot be read as a command pattern ({why}), so every "
@@ -121,7 +126,7 @@ def decide_command(request: PermissionRequest, parse: CommandParse, tool: ToolRu
     if decision.action == "ask":
         if decision.rule is not None and not decision.blind:
             return Verdict("ask", f"asks by {decision.rule.describe()}: {decision.reason}", by_rule=True,
-                           control=control)
+                           control=control, rule=decision.rule)
         if decision.rule is not None:  # a deny rule may match: a person decides
             return Verdict("ask", f"{decision.reason} {decision.rule.describe()} (the command holds words known "
                                   f"only when it runs)", by_rule=True, control=control)
@@ -134,7 +139,7 @@ def decide_command(request: PermissionRequest, parse: CommandParse, tool: ToolRu
         return Verdict("allow", exact=all(r.exact for r in decision.covering), control=control)
     if tool.bare["allow"]:
         return Verdict("allow", exact=all(r.exact for r in tool.bare["allow"]), control=control)
-    reason = None
+    reason: str | None = None
     if tool.allow or parse.error or control:
         reason = decision.reason if not control else f"the command writes a control file: {control}"
     return Verdict(None, reason, control=control)

@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from .commands.model import CommandParse
 
-from .command_rules import ToolRules, Verdict, call_background, call_env, call_workdir, compile_rules
+from .command_rules import (
+    ToolRules,
+    Verdict,
+    call_background,
+    call_env,
+    call_workdir,
+    compile_rules,
+)
 from .control_files import ControlFiles
 from .rules import (
     PERMISSION_MODES,

@@ -29,8 +29,20 @@ MAX_DEPTH = 8
 class State:
     """What one parse and its nested parses found."""
 
-    __slots__ = ("assignments", "cd_args", "commands", "details", "error", "loop", "opaque", "pending",
-                 "source", "workspace", "workdir", "writes")
+    __slots__ = (
+        "assignments",
+        "cd_args",
+        "commands",
+        "details",
+        "error",
+        "loop",
+        "opaque",
+        "pending",
+        "source",
+        "workdir",
+        "workspace",
+        "writes",
+    )
 
     def __init__(self, source: str, workspace: Path | None, workdir: Path | None = None) -> None:
         self.source = source

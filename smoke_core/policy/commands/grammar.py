@@ -23,26 +23,16 @@ _lock = threading.Lock()
 #: Statement nodes. Anything else is walked as unknown: an allow rule never
 #: trusts it (``opaque``) and a deny rule still sees the commands inside it.
 STATEMENT_TYPES = frozenset(
-    """program list pipeline subshell compound_statement redirected_statement
-    negated_command if_statement elif_clause else_clause while_statement
-    for_statement c_style_for_statement do_group case_statement case_item
-    function_definition command declaration_command unset_command
-    variable_assignment variable_assignments test_command comment ERROR""".split()
+    ["program", "list", "pipeline", "subshell", "compound_statement", "redirected_statement", "negated_command", "if_statement", "elif_clause", "else_clause", "while_statement", "for_statement", "c_style_for_statement", "do_group", "case_statement", "case_item", "function_definition", "command", "declaration_command", "unset_command", "variable_assignment", "variable_assignments", "test_command", "comment", "ERROR"]
 )
 WORD_TYPES = frozenset(
-    """word number raw_string ansi_c_string string string_content
-    translated_string concatenation simple_expansion expansion
-    command_substitution process_substitution arithmetic_expansion
-    brace_expression array extglob_pattern regex test_operator variable_name
-    special_variable_name file_descriptor command_name""".split()
+    ["word", "number", "raw_string", "ansi_c_string", "string", "string_content", "translated_string", "concatenation", "simple_expansion", "expansion", "command_substitution", "process_substitution", "arithmetic_expansion", "brace_expression", "array", "extglob_pattern", "regex", "test_operator", "variable_name", "special_variable_name", "file_descriptor", "command_name"]
 )
 REDIRECT_TYPES = frozenset(
-    """file_redirect heredoc_redirect herestring_redirect heredoc_start
-    heredoc_body heredoc_content heredoc_end""".split()
+    ["file_redirect", "heredoc_redirect", "herestring_redirect", "heredoc_start", "heredoc_body", "heredoc_content", "heredoc_end"]
 )
 EXPRESSION_TYPES = frozenset(
-    """binary_expression unary_expression ternary_expression postfix_expression
-    parenthesized_expression subscript""".split()
+    ["binary_expression", "unary_expression", "ternary_expression", "postfix_expression", "parenthesized_expression", "subscript"]
 )
 HANDLED_NODE_TYPES = STATEMENT_TYPES | WORD_TYPES | REDIRECT_TYPES | EXPRESSION_TYPES
 

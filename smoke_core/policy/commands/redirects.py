@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from tree_sitter import Node
 
-_DEV_OK = frozenset("/dev/null /dev/stdout /dev/stderr /dev/tty".split())
+_DEV_OK = frozenset(["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"])
 _WRITE_OPS = frozenset([">", ">>", ">|", "&>", "&>>", "<>"])
 
 

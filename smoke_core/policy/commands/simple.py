@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from tree_sitter import Node
 
 _DECLARATIONS = ("export", "declare", "typeset", "local", "readonly")
+#: reserved words that cannot start a simple command (bash reports a syntax error)
+_RESERVED = frozenset(("do", "done", "then", "else", "elif", "fi", "esac", "in", "}"))
 
 
 class SimpleWalker(WalkerBase):
@@ -60,6 +62,10 @@ class SimpleWalker(WalkerBase):
         if local_extra:
             words.extend(local_extra)
             words.sort(key=lambda n: n.start_byte)
+        first = words[0] if words else None
+        if first is not None and kind[first.kind_id] == "command_name" and self.text(first) in _RESERVED:
+            # the grammar takes `do echo x` for a command named do; bash stops with a syntax error
+            self.st.add_error(f"syntax error: unexpected {self.text(first)!r}")
         argv, braces = self.words_to_tokens(words)
         if not argv:
             return

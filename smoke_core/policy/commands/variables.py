@@ -11,29 +11,15 @@ import re
 
 #: Variables that change how programs load or run.
 DANGEROUS_VARS = frozenset(
-    """BASH_ENV ENV SHELLOPTS BASHOPTS PROMPT_COMMAND PS0 PS1 PS2 PS3 PS4 IFS
-    PATH CDPATH GLOBIGNORE HOME ZDOTDIR INPUTRC FPATH BASH_CMDS BASH_ALIASES
-    BASH_LOADABLES_PATH EXECIGNORE
-    PYTHONSTARTUP PYTHONPATH PYTHONHOME PYTHONUSERBASE PYTHONWARNINGS
-    PYTHONINSPECT PYTHONEXECUTABLE PYTHONPLATLIBDIR PYTHONBREAKPOINT
-    NODE_OPTIONS NODE_PATH PERL5OPT PERL5LIB PERLLIB PERL5DB RUBYOPT RUBYLIB
-    GEM_HOME GEM_PATH BUNDLE_GEMFILE LUA_INIT LUA_PATH LUA_CPATH TCLLIBPATH
-    GIT_SSH GIT_SSH_COMMAND GIT_EXEC_PATH GIT_PAGER GIT_EDITOR GIT_ASKPASS
-    GIT_EXTERNAL_DIFF GIT_PROXY_COMMAND GIT_DIR GIT_TEMPLATE_DIR GIT_WORK_TREE
-    GIT_SEQUENCE_EDITOR PAGER MANPAGER EDITOR VISUAL LESSOPEN LESSCLOSE
-    SSH_ASKPASS SUDO_ASKPASS BROWSER JAVA_TOOL_OPTIONS _JAVA_OPTIONS
-    JDK_JAVA_OPTIONS CLASSPATH MAVEN_OPTS GRADLE_OPTS RUSTC_WRAPPER RUSTC
-    RUSTDOC CC CXX LD MAKEFLAGS MAKE XDG_CONFIG_HOME TERMINFO""".split()
+    ["BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS3", "PS4", "IFS", "PATH", "CDPATH", "GLOBIGNORE", "HOME", "ZDOTDIR", "INPUTRC", "FPATH", "BASH_CMDS", "BASH_ALIASES", "BASH_LOADABLES_PATH", "EXECIGNORE", "PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONWARNINGS", "PYTHONINSPECT", "PYTHONEXECUTABLE", "PYTHONPLATLIBDIR", "PYTHONBREAKPOINT", "NODE_OPTIONS", "NODE_PATH", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "GEM_HOME", "GEM_PATH", "BUNDLE_GEMFILE", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "GIT_PAGER", "GIT_EDITOR", "GIT_ASKPASS", "GIT_EXTERNAL_DIFF", "GIT_PROXY_COMMAND", "GIT_DIR", "GIT_TEMPLATE_DIR", "GIT_WORK_TREE", "GIT_SEQUENCE_EDITOR", "PAGER", "MANPAGER", "EDITOR", "VISUAL", "LESSOPEN", "LESSCLOSE", "SSH_ASKPASS", "SUDO_ASKPASS", "BROWSER", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "MAVEN_OPTS", "GRADLE_OPTS", "RUSTC_WRAPPER", "RUSTC", "RUSTDOC", "CC", "CXX", "LD", "MAKEFLAGS", "MAKE", "XDG_CONFIG_HOME", "TERMINFO"]
 )
 DANGEROUS_PREFIXES = ("LD_", "DYLD_", "GIT_CONFIG", "BASH_FUNC_", "NPM_CONFIG_", "CARGO_")
 
 #: Variables whose value is itself a shell command (parsed, so deny rules see it).
 COMMAND_VARS = frozenset(
-    """GIT_SSH_COMMAND GIT_PAGER GIT_EDITOR GIT_SEQUENCE_EDITOR GIT_PROXY_COMMAND
-    PAGER MANPAGER EDITOR VISUAL SUDO_EDITOR SYSTEMD_PAGER PROMPT_COMMAND LESSOPEN
-    LESSCLOSE GIT_EXTERNAL_DIFF""".split()
+    ["GIT_SSH_COMMAND", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PROXY_COMMAND", "PAGER", "MANPAGER", "EDITOR", "VISUAL", "SUDO_EDITOR", "SYSTEMD_PAGER", "PROMPT_COMMAND", "LESSOPEN", "LESSCLOSE", "GIT_EXTERNAL_DIFF"]
 )
-PROMPT_VARS = frozenset("PS0 PS1 PS2 PS3 PS4".split())
+PROMPT_VARS = frozenset(["PS0", "PS1", "PS2", "PS3", "PS4"])
 
 #: git config keys whose value is a shell command.
 GIT_COMMAND_KEYS = re.compile(
@@ -53,16 +39,16 @@ GIT_SAFE_CONFIG = re.compile(
 )
 #: git's global options that take a value (skipped: ``git -C . push`` is ``git push``).
 GIT_OPT_WITH_ARG = frozenset(
-    "-C -c --git-dir --work-tree --namespace --super-prefix --config-env --attr-source".split()
+    ["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env", "--attr-source"]
 )
 
 #: Folders whose programs an allow rule may name by basename (``/usr/bin/git`` is ``git``).
 SYSTEM_BIN_DIRS = frozenset(
-    "/bin /usr/bin /sbin /usr/sbin /usr/local/bin /usr/local/sbin /opt/homebrew/bin".split()
+    ["/bin", "/usr/bin", "/sbin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/opt/homebrew/bin"]
 )
-SHELLS = frozenset("sh bash zsh dash ksh ash mksh yash posh rbash".split())
+SHELLS = frozenset(["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "yash", "posh", "rbash"])
 #: shells whose ``-c`` string is parsed with the bash grammar, and marked opaque
-FOREIGN_SHELLS = frozenset("fish csh tcsh nu xonsh elvish pwsh".split())
+FOREIGN_SHELLS = frozenset(["fish", "csh", "tcsh", "nu", "xonsh", "elvish", "pwsh"])
 
 NUMBER = re.compile(r"^[+-]?(0[xX][0-9a-fA-F]+|[0-9]+(#[0-9a-zA-Z@_]+)?)$")
 ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?\+?=(.*)$", re.S)

@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING
 
 from . import grammar
 from .base import WalkerBase
-from .words import DYNAMIC, QUOTED, UNQUOTED, Part, ansi_c_decode, dq_unescape, tokens_from_parts, unquoted_parts
+from .words import (
+    DYNAMIC,
+    QUOTED,
+    UNQUOTED,
+    Part,
+    ansi_c_decode,
+    dq_unescape,
+    tokens_from_parts,
+    unquoted_parts,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
