@@ -133,16 +133,16 @@ def decide_command(request: PermissionRequest, parse: CommandParse, tool: ToolRu
         # the parse is blind (a syntax error): when deny or ask rules exist, they could not
         # see everything, so a person decides; without such rules the mode decides
         guarded = bool(tool.deny or tool.ask)
-        reason = decision.reason + ("; deny and ask rules could not see all of it" if guarded else "")
-        return Verdict("ask" if guarded else None, reason, by_rule=guarded, control=control)
+        blind = decision.reason + ("; deny and ask rules could not see all of it" if guarded else "")
+        return Verdict("ask" if guarded else None, blind, by_rule=guarded, control=control)
     if decision.action == "allow":
         return Verdict("allow", exact=all(r.exact for r in decision.covering), control=control)
     if tool.bare["allow"]:
         return Verdict("allow", exact=all(r.exact for r in tool.bare["allow"]), control=control)
-    reason: str | None = None
+    why: str | None = None
     if tool.allow or parse.error or control:
-        reason = decision.reason if not control else f"the command writes a control file: {control}"
-    return Verdict(None, reason, control=control)
+        why = decision.reason if not control else f"the command writes a control file: {control}"
+    return Verdict(None, why, control=control)
 
 
 def rules_for(
