@@ -120,8 +120,8 @@ def decide_command(request: PermissionRequest, parse: CommandParse, tool: ToolRu
         return Verdict("ask", f"asks by {tool.bare['ask'][0].describe()}", by_rule=True, control=control,
                        rule=tool.bare["ask"][0])
     if broken:
-        why = next(w for r, w in tool.broken if r is broken[0])
-        return Verdict("ask", f"{broken[0].describe()} cannot be read as a command pattern ({why}), so every "
+        broken_why = next(w for r, w in tool.broken if r is broken[0])
+        return Verdict("ask", f"{broken[0].describe()} cannot be read as a command pattern ({broken_why}), so every "
                               f"command asks until it is fixed", by_rule=True, control=control)
     if decision.action == "ask":
         if decision.rule is not None and not decision.blind:
