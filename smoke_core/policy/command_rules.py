@@ -9,41 +9,16 @@ docs/security.md ("How command rules are matched") is the reference.
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
+
+from .rules import call_background, call_env
 
 if TYPE_CHECKING:
     from .commands.decide import CommandDecision, RuleSet
     from .commands.model import CommandParse
     from .rules import PermissionRequest, PermissionRule
-
-#: input keys of a command tool that reach the shell besides the command
-ENV_KEY = "env"
-BACKGROUND_KEY = "background"
-WORKDIR_KEYS = ("workdir", "cwd")
-
-
-def call_env(request: PermissionRequest) -> tuple[tuple[str, str], ...]:
-    """The call's ``env`` entries, sorted by name (what a rule must name)."""
-    env = request.input.get(ENV_KEY)
-    if not isinstance(env, Mapping):
-        return ()
-    return tuple(sorted((str(k), str(v)) for k, v in env.items()))
-
-
-def call_background(request: PermissionRequest) -> bool:
-    return request.input.get(BACKGROUND_KEY) is True
-
-
-def call_workdir(request: PermissionRequest) -> str | None:
-    for key in WORKDIR_KEYS:
-        value = request.input.get(key)
-        if isinstance(value, str) and value.strip():
-            return value
-    return None
-
 
 @dataclass(slots=True)
 class ToolRules:
@@ -154,33 +129,12 @@ def rules_for(
     background: bool = False,
     action: Literal["allow", "deny"] = "allow",
 ) -> list[str]:
-    """The rules "always" writes for this call: one per simple command that
-    runs (wrapper layers that only pass a command on are left out), each
-    exactly that argv — for an allow rule with the call's ``env`` entries in
-    front and ``&`` after a background command. Commands the ``tool``'s allow
-    rules cover already are left out (unless all are). Empty when no rule can
-    cover the command (a syntax error, or something the parse cannot see
-    through)."""
-    from .commands.decide import covering_rule
-    from .commands.patterns import exact_pattern
+    """The rules "always" writes for this call (:func:`.commands.decide.exact_patterns`
+    as ``tool_name(pattern)`` rules); commands the ``tool``'s allow rules
+    cover already are left out (unless all are)."""
+    from .commands.decide import exact_patterns
     from .rules import escape_glob
 
-    if parse.error or (action == "allow" and parse.opaque):
-        return []
-    prefix = " ".join(f"{name}={shlex.quote(value)}" for name, value in env) if action == "allow" else ""
-    suffix = " &" if background and action == "allow" else ""
-    wanted: list[str] = []
-    uncovered: list[str] = []
-    for sc in parse.details:
-        if sc.container or sc.speculative:
-            continue
-        form = max(sc.allow_forms, key=len) if (action == "allow" and sc.allow_forms) else sc.argv
-        pattern = " ".join(p for p in (prefix, exact_pattern(form)) if p) + suffix
-        rule = f"{escape_glob(tool_name)}({pattern})"
-        if rule in wanted:
-            continue
-        wanted.append(rule)
-        if tool is None or covering_rule(sc.allow_forms, (*env, *sc.assignments), env, background,
-                                         tool.allow) is None:
-            uncovered.append(rule)
-    return uncovered or wanted
+    patterns = exact_patterns(parse, tool.allow if tool is not None else None, env=env, background=background,
+                              action=action)
+    return [f"{escape_glob(tool_name)}({pattern})" for pattern in patterns]

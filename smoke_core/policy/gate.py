@@ -21,14 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from .commands.model import CommandParse
 
-from .command_rules import (
-    ToolRules,
-    Verdict,
-    call_background,
-    call_env,
-    call_workdir,
-    compile_rules,
-)
+from .command_rules import ToolRules, Verdict, compile_rules
 from .control_files import ControlFiles
 from .rules import (
     PERMISSION_MODES,
@@ -38,6 +31,9 @@ from .rules import (
     RequestView,
     RuleAction,
     ValueMode,
+    call_background,
+    call_env,
+    call_workdir,
     looks_secret,
     parse_rule,
     path_forms,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -91,6 +92,33 @@ class PermissionRequest:
         looked through (``["git", "push", "--force"]`` for ``env git -C . push --force``);
         None for other tools, and before the gate parsed the command."""
         return self.command_parse.commands if self.command_parse is not None else None
+
+
+#: input keys of a command tool that reach the shell besides the command
+ENV_KEY = "env"
+BACKGROUND_KEY = "background"
+WORKDIR_KEYS = ("workdir", "cwd")
+
+
+def call_env(request: PermissionRequest) -> tuple[tuple[str, str], ...]:
+    """The call's ``env`` entries, sorted by name (what a rule must name)."""
+    env = request.input.get(ENV_KEY)
+    if not isinstance(env, Mapping):
+        return ()
+    return tuple(sorted((str(k), str(v)) for k, v in env.items()))
+
+
+def call_background(request: PermissionRequest) -> bool:
+    return request.input.get(BACKGROUND_KEY) is True
+
+
+def call_workdir(request: PermissionRequest) -> str | None:
+    for key in WORKDIR_KEYS:
+        value = request.input.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
 
 
 # ---------------------------------------------------------------- rules
@@ -369,15 +397,12 @@ def rule_for(request: PermissionRequest, *, workspace: str | os.PathLike[str] | 
     ws = Path(workspace).resolve() if workspace is not None else None
     mode = value_mode(request.tool_kind, permission_key)
     if mode == "command":
-        from .command_rules import call_background, call_env, rules_for
+        from .commands.decide import exact_patterns
+        from .commands.walker import parse_command
 
-        parse = request.command_parse
-        if parse is None:
-            from .commands.walker import parse_command
-
-            parse = parse_command(value, ws)
-        return ", ".join(rules_for(parse, request.tool_name, env=call_env(request),
-                                   background=call_background(request)))
+        parse = request.command_parse or parse_command(value, ws)
+        patterns = exact_patterns(parse, env=call_env(request), background=call_background(request))
+        return ", ".join(f"{name}({pattern})" for pattern in patterns)
     if mode == "path":
         forms = path_forms(value, ws)
         rel = forms.relative[0]

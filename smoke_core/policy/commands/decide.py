@@ -147,3 +147,40 @@ def _show(argv: Argv) -> str:
     from .patterns import exact_pattern
 
     return exact_pattern(argv)
+
+
+def exact_patterns(
+    parse: CommandParse,
+    allow: RuleSet[T] | None = None,
+    *,
+    env: Sequence[tuple[str, str]] = (),
+    background: bool = False,
+    action: Literal["allow", "deny"] = "allow",
+) -> list[str]:
+    """The patterns "always" writes for a call: one per simple command that
+    runs (wrapper layers that only pass a command on are left out), each
+    exactly that argv; for an allow rule with the call's ``env`` entries in
+    front and `` &`` after a background command. Commands ``allow`` covers
+    already are left out (unless all are). Empty when no rule can cover the
+    command (a syntax error, or something the parse cannot see through)."""
+    import shlex
+
+    from .patterns import exact_pattern
+
+    if parse.error or (action == "allow" and parse.opaque):
+        return []
+    prefix = " ".join(f"{name}={shlex.quote(value)}" for name, value in env) if action == "allow" else ""
+    suffix = " &" if background and action == "allow" else ""
+    wanted: list[str] = []
+    uncovered: list[str] = []
+    for sc in parse.details:
+        if sc.container or sc.speculative:
+            continue
+        form = max(sc.allow_forms, key=len) if (action == "allow" and sc.allow_forms) else sc.argv
+        pattern = " ".join(p for p in (prefix, exact_pattern(form)) if p) + suffix
+        if pattern in wanted:
+            continue
+        wanted.append(pattern)
+        if not allow or covering_rule(sc.allow_forms, (*env, *sc.assignments), env, background, allow) is None:
+            uncovered.append(pattern)
+    return uncovered or wanted

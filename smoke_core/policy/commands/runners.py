@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .model import DynamicWord
+from .wrap import Wrap
 
 if TYPE_CHECKING:
     from .base import WalkerBase
-    from .wrappers import Wrap
 
 _UV_ARGS = {"--with", "--with-editable", "--with-requirements", "--python", "--project", "--directory",
             "--package", "--extra", "--group", "--only-group", "--no-group", "--env-file", "--index",
@@ -59,8 +59,6 @@ RUNNERS: dict[str, Spec] = {
 
 
 def runner(w: WalkerBase, base: str, args: list[str], feeds: list[str]) -> Wrap | None:
-    from .wrappers import Wrap
-
     subs, short_arg, long_arg, flags, string_opts = RUNNERS[base]
     i, n = 0, len(args)
     if subs:
