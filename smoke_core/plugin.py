@@ -34,8 +34,11 @@ __all__ = [
     "BatchTask",
     "CallRecord",
     "ChatHost",
+    "CommandParse",
     "ConfigError",
+    "DynamicWord",
     "Event",
+    "GlobWord",
     "Image",
     "JournalingStore",
     "Lease",
@@ -53,6 +56,7 @@ __all__ = [
     "SandboxSettings",
     "SessionInfo",
     "SettingsError",
+    "SimpleCommand",
     "SlashCommand",
     "Store",
     "StoreError",
@@ -76,6 +80,7 @@ __all__ = [
     "looks_secret",
     "new_session_id",
     "open_store",
+    "parse_command",
     "redact_url",
     "resolve_agent_settings",
     "run_batch",
@@ -104,6 +109,11 @@ _LAZY: dict[str, str] = {
     "run_batch_task": "batch.task",
     "BatchConfig": "batch.tasks",
     "BatchTask": "batch.tasks",
+    "CommandParse": "policy.commands.model",
+    "DynamicWord": "policy.commands.model",
+    "GlobWord": "policy.commands.model",
+    "SimpleCommand": "policy.commands.model",
+    "parse_command": "policy.commands.walker",
     "AgentOptions": "policy.options",
     "ANSWERS": "policy.rules",
     "PermissionRequest": "policy.rules",
@@ -179,6 +189,8 @@ if TYPE_CHECKING:
     from .batch.main import BatchError, run_batch
     from .batch.task import batch_error_result, run_batch_task
     from .batch.tasks import BatchConfig, BatchTask
+    from .policy.commands.model import CommandParse, DynamicWord, GlobWord, SimpleCommand
+    from .policy.commands.walker import parse_command
     from .policy.options import AgentOptions
     from .policy.rules import ANSWERS, PermissionRequest, looks_secret
     from .policy.sandbox.settings import SandboxSettings
