@@ -451,16 +451,18 @@ class ACPSession:
             elif choice == "allow_always" and rule:
                 written = agent.resolve_permission(smoke_id, "allow_always",
                                                    remember="local" if self.trusted else "user")
-                if written is not None:
-                    await self.send(U.message_chunk(f"\n\n→ always allowed: rule {written.text} written to "
-                                                    f"{written.origin}\n\n"))
+                if written:
+                    texts = ", ".join(r.text for r in written)
+                    await self.send(U.message_chunk(f"\n\n→ always allowed: rule{'s' if len(written) > 1 else ''} "
+                                                    f"{texts} written to {written[0].origin}\n\n"))
             elif choice == "reject_always" and rule:
                 # deny rules apply even from a folder that is not trusted: the local file always counts
                 denied = agent.resolve_permission(smoke_id, "deny_always", remember="local")
                 self.denied_rules.add(rule)
-                if denied is not None:
-                    await self.send(U.message_chunk(f"\n\n→ always rejected: deny rule {denied.text} written to "
-                                                    f"{denied.origin}\n\n"))
+                if denied:
+                    texts = ", ".join(r.text for r in denied)
+                    await self.send(U.message_chunk(f"\n\n→ always rejected: deny rule{'s' if len(denied) > 1 else ''} "
+                                                    f"{texts} written to {denied[0].origin}\n\n"))
             else:
                 agent.resolve_permission(smoke_id, "deny")
         except (ValueError, OSError) as exc:
