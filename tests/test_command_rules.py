@@ -316,11 +316,13 @@ def test_reads_of_control_files_are_ordinary(ws):
     assert decide(gate(ws), read) == "allow"
 
 
-def test_a_command_redirecting_into_a_control_file_is_never_auto_allowed(ws):
-    g = gate(ws, [("allow", "run_command(echo *)")], mode="allow-all", auto_approve=True)
+def test_a_command_redirecting_into_a_control_file_is_never_covered_by_an_allow_rule(ws):
+    g = gate(ws, [("allow", "run_command(echo *)")])
     request = cmd("echo 'permission: allow-all' > .smoke/config.local.yaml")
-    assert decide(g, request) == "ask" and g.asked_by_rule("c1")
-    assert "control file" in request.reason
+    assert decide(g, request) == "ask"
+    assert "control file" in request.reason and ".smoke/config.local.yaml" in request.reason
+    assert g.rules_for(request) == []  # "always" cannot cover it either
+    assert decide(g, cmd("echo ok > notes.txt", "c2")) == "allow"
 
 
 # ------------------------------------------------------------ the parse in the request

@@ -69,7 +69,7 @@ class Verdict:
     by_rule: bool = False
     #: allow: only exact rules allowed it (an exact rule may cover a secret path)
     exact: bool = False
-    #: a control file the command writes (never auto-allowed)
+    #: a control file the command redirects into (no allow rule covers it; the sandbox keeps it read-only)
     control: str | None = None
     #: the rule that decided (deny or ask), if one did
     rule: PermissionRule | None = None

@@ -308,9 +308,9 @@ class PermissionGate:
         exact = False  # an exact allow rule decided (it may cover a secret path or a control file)
         rule_says: Decision | None = None
         if command:
+            # a command's writes to control files are the sandbox's to stop (it keeps them read-only);
+            # the parse only keeps allow rules from covering a redirection into one
             verdict = self._command_verdict(request)
-            if verdict.control is not None:
-                guard = f"the command writes a control file ({verdict.control})"
             if verdict.action in ("deny", "ask") and verdict.by_rule:
                 request.reason = verdict.reason
                 return verdict.action, True
