@@ -93,16 +93,6 @@ async def test_the_prompt_shows_the_env_and_always_remembers_it(ws: Path) -> Non
     assert (ws / "victim.txt").exists()
 
 
-def test_the_terminal_prompt_lists_every_env_entry_marked() -> None:
-    from smoke_core.cli.describe import describe_request
-
-    shown = describe_request({"tool_name": "run_command", "input": {
-        "command": "ls -la", "env": {"PAGER": "less", "X": "a\x1bMb\u3164"}, "background": True, "workdir": "sub"}})
-    assert "$ ls -la" in shown and "with env (2 variables, approved with the command)" in shown
-    assert "PAGER=less" in shown and "X=a␛Mb⟨U+3164⟩" in shown
-    assert "in folder" in shown and "sub" in shown and "in the background" in shown
-
-
 @pytest.mark.parametrize("command", ["{ rm victim.txt; }", "\\rm victim.txt", "'rm' victim.txt",
                                      "/bin/rm victim.txt", "env rm victim.txt", "command rm victim.txt",
                                      "time rm victim.txt", "if true; then rm victim.txt; fi",

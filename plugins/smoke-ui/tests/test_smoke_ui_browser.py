@@ -880,3 +880,48 @@ def test_subagent_cards_nest_inside_their_task_cards(browser: Any, tmp_path: Pat
             assert page.js_errors == []
         finally:
             page.close()
+
+
+# ---------------------------------------------------------------- one table of marks for every front end (issue 28)
+
+
+def test_the_page_marks_every_character_of_the_shared_table_and_shows_env_whole(browser: Any, tmp_path: Path) -> None:
+    from smoke_core.display import MARKED, visible
+
+    # one character of every table entry, each between two letters
+    chars = [chr(first) for first, _last, _name, _kind in MARKED]
+    command = "echo " + "".join(f"a{c}" for c in chars) + "a"
+    env = {"GREETING": "hi\u3164there", "LESS": "-R"}
+
+    @tool(presentation={"label": "Run", "icon": "💻"}, kind="execute", permission_key="command")
+    def run_command(command: str, env: dict[str, str] | None = None) -> str:
+        """Run a command."""
+        return "ran"
+
+    script = [{"tool_calls": [{"id": "m1", "name": "run_command", "input": {"command": command, "env": env}}]},
+              "done"]
+    app = create_app(lambda **kw: create_agent(tmp_path, provider=ScriptedProvider(script), autoload_plugins=False,
+                                               plugins=[], tools=[run_command], **kw), store=MemoryStore())
+    with ServerThread(app) as server:
+        wait_healthy(server.url)
+        page = open_page(browser, server, app)
+        try:
+            send_task(page, "marks")
+            approval = page.locator('[data-testid="approval-card"][data-tool-call-id="m1"]')
+            approval.wait_for(timeout=WAIT_MS)
+            value = approval.locator('[data-testid="field-value"][data-key="command"]')
+            marks = value.locator(".ctl")
+            assert marks.count() == len(chars)  # every entry, none missed (the terminal marks the same ones)
+            assert sum(1 for c in chars if visible(c) != c) == len(chars)
+            shown = [m.get_attribute("data-ctl") for m in marks.all()]
+            assert shown == [f"U+{ord(c):04X}" for c in chars]
+            entries = approval.locator('[data-testid="env-entry"]')
+            assert entries.all_inner_texts() == ["GREETING=hi⟨U+3164⟩there", "LESS=-R"]
+            assert "approved with the command" in approval.locator('[data-testid="env-note"]').inner_text()
+            assert entries.first.locator(".ctl").count() == 1
+            screenshot(page, "smoke-ui-marks-and-env.png")
+            approval.locator('[data-testid="deny-button"]').click()
+            page.wait_for_selector('[data-testid="final-message"]', timeout=WAIT_MS)
+            assert page.js_errors == []
+        finally:
+            page.close()
