@@ -36,6 +36,7 @@ __all__ = [
     "ChatHost",
     "CommandParse",
     "ConfigError",
+    "ControlFiles",
     "DynamicWord",
     "Event",
     "GlobWord",
@@ -110,6 +111,7 @@ _LAZY: dict[str, str] = {
     "BatchConfig": "batch.tasks",
     "BatchTask": "batch.tasks",
     "CommandParse": "policy.commands.model",
+    "ControlFiles": "policy.control_files",
     "DynamicWord": "policy.commands.model",
     "GlobWord": "policy.commands.model",
     "SimpleCommand": "policy.commands.model",
@@ -191,6 +193,7 @@ if TYPE_CHECKING:
     from .batch.tasks import BatchConfig, BatchTask
     from .policy.commands.model import CommandParse, DynamicWord, GlobWord, SimpleCommand
     from .policy.commands.walker import parse_command
+    from .policy.control_files import ControlFiles
     from .policy.options import AgentOptions
     from .policy.rules import ANSWERS, PermissionRequest, looks_secret
     from .policy.sandbox.settings import SandboxSettings

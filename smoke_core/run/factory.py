@@ -178,6 +178,7 @@ def create_agent(
         max_steps=values["max_steps"],
         workspace_trusted=resolved.trusted,
         sandbox=values["sandbox"],
+        control_files=tuple(values["control_files"]),
         extra=extra,
     )
 
@@ -228,7 +229,7 @@ def create_agent(
             )
     gate = PermissionGate(
         options.permission, auto_approve=options.auto_approve, rules=resolved.rules,
-        workspace=workspace.root, tools=registry.get, control_files=values["control_files"],
+        workspace=workspace.root, tools=registry.get, control_files=options.control_files,
     )
     names = registry.names()
     for message in gate.rule_problems(names):
