@@ -274,7 +274,20 @@ class ACPSession:
             return contextlib.nullcontext()
         from ._files import ClientFiles
 
-        return editor_files(ClientFiles(self.conn, self.session_id, loop, read=read, write=write))
+        agent = self.agent
+        try:
+            from smoke_tools_terminal import background_running
+        except ImportError:  # no terminal tools: no background command can race the editor
+
+            def background_running(options: Any = None) -> bool:
+                return False
+
+        def busy() -> bool:
+            return background_running(agent.options if agent is not None else None)
+
+        root = agent.workspace.root if agent is not None else Path(self.cwd)
+        return editor_files(ClientFiles(self.conn, self.session_id, loop, read=read, write=write, root=root,
+                                        busy=busy))
 
     def cancel(self) -> None:
         self.cancel_requested = True

@@ -184,7 +184,7 @@ async def test_a_subagent_file_from_an_untrusted_folder_can_only_tighten(tmp_pat
     done: list[Any] = []
     agent.on("tool.completed", lambda e: done.append(e.data) if e.data["tool_name"] == "task" else None)
     await agent.run("go")
-    worker, quick = done
+    worker, _quick = done
     assert worker["is_error"] and worker["content"][0]["text"].startswith("the worker subagent did not finish")
     assert "max_steps=3" in worker["content"][0]["text"]
     work_calls = [r for r in provider.requests if r.messages[0]["content"][0]["text"] == "work"]
