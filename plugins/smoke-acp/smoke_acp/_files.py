@@ -122,6 +122,7 @@ class ClientFiles:
         except (PathChanged, OSError):
             return _DISK  # not a plain path inside the workspace now: the pinned descriptor decides
         answer = self._call(what, path, make())
+        after: Snapshot | str
         try:
             after = snapshot(self.root, path, leaf_times=leaf_times)
         except (PathChanged, OSError) as exc:
