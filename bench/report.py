@@ -211,6 +211,15 @@ def summary(d: dict[str, Any]) -> tuple[str, list[str]]:
                              "(no target)", "",
                              f"SQLite {_v(sq.get('append_p50_ms'))} / {_v(sq.get('append_p99_ms'))} ms; "
                              f"{_v(sq.get('load_10k_ms'))} ms"])
+    pe = B.get("permission")
+    if pe is not None:
+        if _err(pe):
+            rows.append(["13 Permission", "—", _err(pe), "", "not measured", ""])
+        else:
+            cold = pe["rows"].get("check, a new command (the parse made in the call)", {})
+            add("13 Permission", f"run_command check per call, {pe['command_chars']}-character command, "
+                f"{sum(pe['rules'].values())} rules", f"{_v(pe['per_call_us'])} µs", f"≤ {pe['target_us']:g} µs",
+                pe["verdict"], f"a new command (parse in the call): {_v(cold.get('median_us'))} µs")
     return _table(["benchmark", "measure", "Smoke", "target", "verdict", "peers, same run"], rows), misses
 
 
@@ -506,6 +515,20 @@ def sec_layout(la: dict[str, Any]) -> str:
     ])
 
 
+def sec_permission(pe: dict[str, Any]) -> str:
+    rows = [[name, v["median_us"], v["min_us"], v["p95_us"]] for name, v in pe["rows"].items()]
+    return "\n".join([
+        f"`PermissionGate.decide` for a `run_command` call of a {pe['command_chars']}-character CI command "
+        f"({pe['simple_commands']} simple commands, wrappers included) against {pe['rules']['deny']} deny, "
+        f"{pe['rules']['ask']} ask and {pe['rules']['allow']} allow rules (decision: {pe['decision']}); "
+        f"N={pe['runs']}. The parse is made once per call and shared by every rule; the walk of a command text is "
+        "cached, so a repeated command costs the decision plus the per-call checks (where its redirections land, "
+        "`env`, control files).\n",
+        _table(["step", "median µs", "min µs", "p95 µs"], rows),
+        f"\nPer-call check ≤ {pe['target_us']:g} µs: {pe['verdict']}.",
+    ])
+
+
 SECTIONS = [
     ("startup", "1. Start-up", sec_startup),
     ("loop", "2. Loop overhead", sec_loop),
@@ -519,6 +542,7 @@ SECTIONS = [
     ("batch", "10. Batch engines", sec_batch),
     ("store", "11. Session stores", sec_store),
     ("layout", "12. Start-up across the core's move", sec_layout),
+    ("permission", "13. Command permission check", sec_permission),
 ]
 
 
@@ -596,6 +620,7 @@ def render(d: dict[str, Any]) -> str:
         "python bench/bench_batch.py        # 10: smoke batch, local engine vs Ray (2 workers): --only local|ray",
         "python bench/bench_store.py        # 11: SQLiteStore vs PostgresStore: append latency, 10,000-message load",
         "python bench/bench_layout.py --before-python VENV/bin/python  # 12: smoke --help before/after the core's move",
+        "python bench/bench_permission.py   # 13: the run_command permission check, 500-character command",
         "python bench/report.py             # re-render this page from bench/results/latest.json",
         "```",
         "",

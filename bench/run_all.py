@@ -39,6 +39,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str], float]] = {
     "store": ("bench_store.py", [], ["--appends", "200", "--messages", "2000"], 300),
     # needs --before-python (a venv with the core before issue 27's move); skipped without it
     "layout": ("bench_layout.py", [], ["--rounds", "3", "--runs", "5"], 600),
+    "permission": ("bench_permission.py", [], ["--runs", "300"], 180),
 }
 
 DISTS = ("smoke-core", "smoke-tools-filesystem", "smoke-tools-search", "smoke-tools-terminal", "smoke-tools-git",

@@ -29,13 +29,14 @@ class RuleSet(Generic[T]):
     indexed by their literal program so each command is tried only against
     the rules that name its program (and those that do not name one)."""
 
-    __slots__ = ("all", "by_program", "generic")
+    __slots__ = ("_memo", "all", "by_program", "generic")
 
     def __init__(self, entries: Iterable[tuple[CommandPattern | str, T]] = ()) -> None:
         self.all: list[tuple[CommandPattern, T]] = [
             (p if isinstance(p, CommandPattern) else compile_pattern(p), payload) for p, payload in entries
         ]
         self.by_program: dict[str, list[tuple[CommandPattern, T]]] = {}
+        #: patterns whose program is not a literal word (a glob such as ``mkfs*``, or ``*``)
         self.generic: list[tuple[CommandPattern, T]] = []
         for entry in self.all:
             program = entry[0].first
@@ -43,18 +44,27 @@ class RuleSet(Generic[T]):
                 self.by_program.setdefault(program, []).append(entry)
             else:
                 self.generic.append(entry)
-        for name, entries_ in self.by_program.items():
-            self.by_program[name] = entries_ + self.generic
+        self._memo: dict[str, Sequence[tuple[CommandPattern, T]]] = {}
 
     def __bool__(self) -> bool:
         return bool(self.all)
 
     def candidates(self, form: Argv) -> Sequence[tuple[CommandPattern, T]]:
+        """The rules that may match ``form``: those naming its program, and the generic ones
+        whose glob could (``mkfs*`` is not tried against ``ls``)."""
         if not form:
             return ()
-        if type(form[0]) is not str:
+        program = form[0]
+        if type(program) is not str:
             return self.all
-        return self.by_program.get(form[0], self.generic)
+        hit = self._memo.get(program)
+        if hit is None:
+            hit = [*self.by_program.get(program, ()),
+                   *(e for e in self.generic if program.startswith(e[0].prefix))]
+            if len(self._memo) > 4096:
+                self._memo.clear()
+            self._memo[program] = hit
+        return hit
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,12 +95,13 @@ def decide(
     if deny:
         maybe: tuple[T, Argv] | None = None
         for sc in details:
-            assigned = (*env, *sc.assignments)
+            assigned = (*env, *sc.assignments) if env or sc.assignments else ()
             for form in sc.deny_forms:
                 for pat, rule in deny.candidates(form):
-                    if (pat.background and not background) or not assignments_match(pat, assigned):
-                        continue
                     found = level(pat, form)
+                    if not found or (pat.background and not background) or (
+                            pat.assigns and not assignments_match(pat, assigned)):
+                        continue
                     if found == 2 and not sc.speculative:
                         return CommandDecision("deny", f"{_show(form)} matches the deny rule", rule, form)
                     if found and maybe is None:
@@ -100,13 +111,13 @@ def decide(
                                    blind=True)
     if ask:
         for sc in details:
-            assigned = (*env, *sc.assignments)
+            assigned = (*env, *sc.assignments) if env or sc.assignments else ()
             for form in sc.deny_forms:
                 for pat, rule in ask.candidates(form):
-                    if (pat.background and not background) or not assignments_match(pat, assigned):
+                    if not level(pat, form) or (pat.background and not background) or (
+                            pat.assigns and not assignments_match(pat, assigned)):
                         continue
-                    if level(pat, form):
-                        return CommandDecision("ask", f"{_show(form)} matches the ask rule", rule, form)
+                    return CommandDecision("ask", f"{_show(form)} matches the ask rule", rule, form)
     if parse.error:
         return CommandDecision("ask", f"the command could not be parsed ({parse.error})", blind=True)
     if not allow:
@@ -117,7 +128,8 @@ def decide(
     for sc in details:
         if sc.container or sc.speculative:
             continue
-        found_rule = covering_rule(sc.allow_forms, (*env, *sc.assignments), env, background, allow)
+        assigned = (*env, *sc.assignments) if env or sc.assignments else ()
+        found_rule = covering_rule(sc.allow_forms, assigned, env, background, allow)
         if found_rule is None:
             why = f"no allow rule matches {_show(sc.argv)}"
             if env:
@@ -136,10 +148,11 @@ def covering_rule(forms: Sequence[Argv], assigned: Sequence[tuple[str, str]], en
               background: bool, allow: RuleSet[T]) -> T | None:
     for form in forms:
         for pat, rule in allow.candidates(form):
-            if pat.background != background or not assignments_match(pat, assigned, env):
+            if pat.background != background or level(pat, form) != 2:
                 continue
-            if level(pat, form) == 2:
-                return rule
+            if (pat.assigns or env) and not assignments_match(pat, assigned, env):
+                continue
+            return rule
     return None
 
 

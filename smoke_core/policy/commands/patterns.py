@@ -41,7 +41,7 @@ class PatternError(ValueError):
 class CommandPattern:
     """A compiled command pattern (see the module docstring)."""
 
-    __slots__ = ("assigns", "background", "first", "n_fixed", "simple", "text", "tokens", "trailing")
+    __slots__ = ("assigns", "background", "first", "n_fixed", "prefix", "simple", "text", "tokens", "trailing")
 
     def __init__(self, text: str, tokens: tuple[Token, ...], assigns: tuple[tuple[str, ValueMatch], ...],
                  background: bool) -> None:
@@ -57,6 +57,8 @@ class CommandPattern:
         self.n_fixed = len(tokens) - (1 if self.trailing else 0)
         #: the program, when the pattern names it literally (rules are indexed by it)
         self.first = tokens[0][1] if tokens and tokens[0][0] == LITERAL else None
+        #: what the program starts with when it is a glob (``mkfs*``: ``mkfs``), else ""
+        self.prefix = ""
 
     @property
     def env_names(self) -> frozenset[str]:
@@ -109,7 +111,16 @@ def compile_pattern(pattern: str) -> CommandPattern:
             tokens.append((GLOB, re.compile(fnmatch.translate(glob), re.S).match))
             if k == len(words) - 1 and atoms[-1] == ("*", UNQUOTED):
                 tokens.append((STAR, None))
-    return CommandPattern(text, tuple(tokens), tuple(assigns), background)
+    compiled = CommandPattern(text, tuple(tokens), tuple(assigns), background)
+    if tokens and tokens[0][0] == GLOB:
+        atoms = words[0][0]
+        prefix = []
+        for c, kind in atoms:
+            if kind == UNQUOTED and c in GLOB_CHARS:
+                break
+            prefix.append(c)
+        compiled.prefix = "".join(prefix)
+    return compiled
 
 
 def _pattern_words(pattern: str) -> tuple[list[tuple[list[Part], str | None]], bool]:
@@ -243,7 +254,21 @@ def level(pat: CommandPattern, argv: Sequence[str]) -> int:
     first = pat.first
     if first is not None and type(argv[0]) is str and argv[0] != first:
         return 0
-    if _match(pat, argv, False):
+    if pat.simple:  # the common shape, inlined: no `*` word but a last one
+        na, nf = len(argv), pat.n_fixed
+        if na >= nf and (na == nf or pat.trailing):
+            tokens = pat.tokens
+            for i in range(nf):
+                a = argv[i]
+                kind, value = tokens[i]
+                if kind == EXPANSION:
+                    if type(a) is not DynamicWord or a != value:
+                        break
+                elif type(a) is DynamicWord or (a != value if kind == LITERAL else value(a) is None):  # type: ignore[operator]
+                    break
+            else:
+                return 2
+    elif _match(pat, argv, False):
         return 2
     for a in argv:
         if type(a) is not str:

@@ -13,6 +13,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from threading import Lock
 
@@ -69,6 +70,12 @@ def _walk(source: str) -> _Walked:
     return walked
 
 
+@lru_cache(maxsize=64)
+def _resolved(workspace: str) -> Path:
+    """The workspace folder with its links resolved (the folder itself does not move during a run)."""
+    return Path(os.path.realpath(workspace))
+
+
 def _no_control(rel: str) -> str | None:
     return None
 
@@ -92,7 +99,7 @@ def parse_command(
     walked = _walk(source)
     opaque = walked.opaque
     if walked.writes:
-        ws = Path(os.path.realpath(workspace)) if workspace is not None else None
+        ws = _resolved(os.fspath(workspace)) if workspace is not None else None
         start = Path(os.path.realpath(os.path.join(ws, workdir))) if workdir is not None and ws is not None else ws
         st = State(source, ws, start)
         st.writes = list(walked.writes)
