@@ -655,7 +655,8 @@ def real_run_command(command: str, ctx: ToolContext) -> str:
     return done.stdout + done.stderr
 
 
-SPOOF_COMMAND = "echo <b>bold</b> <img src=x onerror=window.__xss=1>\x1b[2J\x1bM"
+# quoted, so it is one simple command (a rule can cover it) holding markup and terminal escapes
+SPOOF_COMMAND = "echo \"<b>bold</b> <img src=x onerror=window.__xss=1>\x1b[2J\x1bM\""
 
 
 def test_always_allow_writes_the_rule_shown_and_the_next_run_does_not_ask(browser: Any, tmp_path: Path) -> None:
@@ -694,9 +695,9 @@ def test_always_allow_writes_the_rule_shown_and_the_next_run_does_not_ask(browse
             approval = page.locator('[data-testid="approval-card"][data-tool-call-id="a1"]')
             approval.wait_for(timeout=WAIT_MS)
             rule = approval.locator('[data-testid="always-rule"]')
-            # "[" is escaped in the rule (it matches only itself): ESC then "\" is one mark
-            assert rule.inner_text() == ("run_command(echo <b>bold</b> <img src=x onerror=window.__xss=1>"
-                                         "⟨ESC \\⟩[2J⟨ESC M⟩)")
+            # the rule is the exact argv, shell-quoted (its glob characters match only themselves)
+            assert rule.inner_text() == ("run_command(echo '<b>bold</b> <img src=x onerror=window.__xss=1>"
+                                         "⟨ESC [2J⟩⟨ESC M⟩')")
             assert rule.locator(".ctl-esc").count() == 2 and rule.locator("b, img").count() == 0
             assert rule.get_attribute("data-scope") == "local"
             assert approval.locator('[data-testid="always-scope-local"]').is_checked()
