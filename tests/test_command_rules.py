@@ -157,9 +157,13 @@ def test_a_pattern_that_is_not_one_command_warns_and_fails_closed(ws):
         permission_key = "command"
         kind = "execute"
 
-    g = PermissionGate(rules=[parse_rule("run_command(ls && pwd)")], tools=lambda name: Tool())
-    [problem] = g.rule_problems(["run_command"])
-    assert "'run_command(ls && pwd)'" in problem and "it never allows anything" in problem
+    g = PermissionGate(rules=[parse_rule("run_command(ls && pwd)"), parse_rule("run_command(timeout 60 pytest *)"),
+                              parse_rule("run_command(pytest *)")], tools=lambda name: Tool())
+    broken, wrapper = g.rule_problems(["run_command"])
+    assert "'run_command(ls && pwd)'" in broken and "it never allows anything" in broken
+    assert "'run_command(timeout 60 pytest *)'" in wrapper and "looked through" in wrapper
+    # (and indeed it adds nothing: the inner command needs its own rule)
+    assert decide(gate(None, [("allow", "run_command(timeout 60 pytest *)")]), cmd("timeout 60 pytest -q")) == "ask"
 
 
 # ------------------------------------------------------------ item 2 of Deliver: env is part of what is approved

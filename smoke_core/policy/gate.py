@@ -193,6 +193,13 @@ class PermissionGate:
                 effect = ("it never allows anything" if rule.action == "allow"
                           else f"every {name} call asks until it is fixed")
                 out.append(f"{rule.describe()} cannot match any command: {why}; {effect}")
+            for pattern, rule in self.command_rules(name).allow.all:
+                program = pattern.first if isinstance(pattern.first, str) else None
+                if program in _LOOKED_THROUGH and len(pattern.tokens) > 2 and rule.text not in seen:
+                    seen.add(rule.text)
+                    out.append(f"{rule.describe()} names {program}, which is looked through to the command it "
+                               f"runs: it allows nothing when {program} runs a command; allow that command "
+                               f"instead (e.g. {name}(pytest *) covers `{program} … pytest -q`)")
         return out
 
     # ------------------------------------------------------------ "always"
@@ -389,6 +396,10 @@ class PermissionGate:
             return "allow"
         return "ask"
 
+
+#: wrappers an allow rule never needs (the parse looks through them to what they run)
+_LOOKED_THROUGH = frozenset(("env", "command", "builtin", "exec", "time", "nice", "nohup", "timeout", "stdbuf",
+                             "xargs", "setsid", "sh", "bash", "zsh", "dash", "ksh"))
 
 #: input keys of a move-like tool that name a path
 _MOVE_KEYS = ("source", "destination", "dest", "new_path", "old_path", "to", "from")
