@@ -1,4 +1,4 @@
-"""Benchmark 13 — real models: the harness effect.
+"""Benchmark 15 — real models: the harness effect.
 
 Ten small fixed tasks (answer from a file, find a symbol, fix an
 off-by-one so a test passes, ...) run by Qwen2.5-Coder-0.5B-Instruct

@@ -211,10 +211,28 @@ def summary(d: dict[str, Any]) -> tuple[str, list[str]]:
                              "(no target)", "",
                              f"SQLite {_v(sq.get('append_p50_ms'))} / {_v(sq.get('append_p99_ms'))} ms; "
                              f"{_v(sq.get('load_10k_ms'))} ms"])
+    hk = B.get("hooks")
+    if hk is not None:
+        if _err(hk):
+            rows.append(["13 Command hooks", "—", _err(hk), "", "not measured", ""])
+        else:
+            ms = hk["ms_per_call"]
+            add("13 Command hooks", "ms a `true` PreToolUse command hook adds per tool call", _v(hk["added_ms"]),
+                "≤ 15 ms", hk["verdicts"]["added_ms"],
+                f"plain loop {_v(ms['plain'])} ms/call; smoke-hooks with no hook +{_v(hk['plugin_idle_added_ms'])} ms")
+    pe = B.get("permission")
+    if pe is not None:
+        if _err(pe):
+            rows.append(["14 Permission", "—", _err(pe), "", "not measured", ""])
+        else:
+            cold = pe["rows"].get("check, a new command (the parse made in the call)", {})
+            add("14 Permission", f"run_command check per call, {pe['command_chars']}-character command, "
+                f"{sum(pe['rules'].values())} rules", f"{_v(pe['per_call_us'])} µs", f"≤ {pe['target_us']:g} µs",
+                pe["verdict"], f"a new command (parse in the call): {_v(cold.get('median_us'))} µs")
     rm = B.get("realmodel")
     if rm is not None:
         if _err(rm):
-            rows.append(["13 Real models", "—", _err(rm), "", "not measured", ""])
+            rows.append(["15 Real models", "—", _err(rm), "", "not measured", ""])
         else:
             md = rm["modes"]
 
@@ -222,10 +240,10 @@ def summary(d: dict[str, Any]) -> tuple[str, list[str]]:
                 m = md.get(mode)
                 return f"{m['success_rate']:.0%} ({m['solved']}/{m['runs']})" if m else "—"
 
-            add("13 Real models", f"tasks solved, constrained ÷ native ({rm['model']})",
+            add("15 Real models", f"tasks solved, constrained ÷ native ({rm['model']})",
                 f"{rm['constrained_over_native']}× ({rate('constrained')} vs {rate('native')})", "≥ 2×",
                 rm["verdicts"]["constrained_2x_native"], f"inline {rate('inline')}")
-            add("13 Real models", "at least one task solved end to end",
+            add("15 Real models", "at least one task solved end to end",
                 str(sum(m["solved"] for m in md.values())) + " runs solved", "≥ 1",
                 rm["verdicts"]["one_task_solved"], "")
     return _table(["benchmark", "measure", "Smoke", "target", "verdict", "peers, same run"], rows), misses
@@ -523,6 +541,35 @@ def sec_layout(la: dict[str, Any]) -> str:
     ])
 
 
+def sec_hooks(hk: dict[str, Any]) -> str:
+    ms = hk["ms_per_call"]
+    rows = [[v, _v(ms[v]), _v(round(ms[v] - ms["plain"], 3))] for v in ms]
+    return "\n".join([
+        f"The loop of benchmark 2 ({hk['steps']} steps, one no-op read-only tool call per step), milliseconds per "
+        f"tool call, median of {hk['reps']} interleaved repetitions in one process; smoke-hooks "
+        f"{(hk.get('versions') or {}).get('smoke-hooks')}. The hook is `true` run as `sh -c true` with the "
+        "event's JSON on stdin, its answer read and applied, and its `hook.started` / `hook.completed` events "
+        "emitted: what a command hook costs before it does any work of its own.\n",
+        _table(["variant", "ms per tool call", "added ms"], rows),
+        f"\nA `true` PreToolUse hook adds {_v(hk['added_ms'])} ms per call (target ≤ 15 ms: "
+        f"{hk['verdicts']['added_ms']}); almost all of it is starting the process.",
+    ])
+
+
+def sec_permission(pe: dict[str, Any]) -> str:
+    rows = [[name, v["median_us"], v["min_us"], v["p95_us"]] for name, v in pe["rows"].items()]
+    return "\n".join([
+        f"`PermissionGate.decide` for a `run_command` call of a {pe['command_chars']}-character CI command "
+        f"({pe['simple_commands']} simple commands, wrappers included) against {pe['rules']['deny']} deny, "
+        f"{pe['rules']['ask']} ask and {pe['rules']['allow']} allow rules (decision: {pe['decision']}); "
+        f"N={pe['runs']}. The parse is made once per call and shared by every rule; the walk of a command text is "
+        "cached, so a repeated command costs the decision plus the per-call checks (where its redirections land, "
+        "`env`, control files).\n",
+        _table(["step", "median µs", "min µs", "p95 µs"], rows),
+        f"\nPer-call check ≤ {pe['target_us']:g} µs: {pe['verdict']}.",
+    ])
+
+
 def sec_realmodel(rm: dict[str, Any]) -> str:
     rows = [[f"`{mode}`", f"{m['solved']}/{m['runs']}", f"{m['success_rate']:.0%}", m["completed"], m["mean_steps"],
              _v(m["mean_tokens"]), m["mean_output_tokens"], m["tool_calls_ok_per_run"], _v(m["mean_wall_s"]),
@@ -561,7 +608,9 @@ SECTIONS = [
     ("batch", "10. Batch engines", sec_batch),
     ("store", "11. Session stores", sec_store),
     ("layout", "12. Start-up across the core's move", sec_layout),
-    ("realmodel", "13. Real models: the harness effect", sec_realmodel),
+    ("hooks", "13. Command hooks (smoke-hooks)", sec_hooks),
+    ("permission", "14. Command permission check", sec_permission),
+    ("realmodel", "15. Real models: the harness effect", sec_realmodel),
 ]
 
 
@@ -634,12 +683,14 @@ def render(d: dict[str, Any]) -> str:
         "python bench/bench_prompt.py       # 5: needs TIKTOKEN_CACHE_DIR holding o200k_base",
         "python bench/bench_stream.py       # 6: local SSE server, Smoke vs raw httpx-sse",
         "python bench/bench_sandbox.py      # 7: bubblewrap vs unsandboxed: `true`, run_test on the demo project",
-        "python bench/bench_otel.py         # 7: smoke-otel vs the plain loop, the SDK floor, pydantic-ai instrumented",
-        "python bench/bench_cache.py        # 8: cacheable share of prompt tokens over a 30-step run (o200k)",
+        "python bench/bench_otel.py         # 8: smoke-otel vs the plain loop, the SDK floor, pydantic-ai instrumented",
+        "python bench/bench_cache.py        # 9: cacheable share of prompt tokens over a 30-step run (o200k)",
         "python bench/bench_batch.py        # 10: smoke batch, local engine vs Ray (2 workers): --only local|ray",
         "python bench/bench_store.py        # 11: SQLiteStore vs PostgresStore: append latency, 10,000-message load",
         "python bench/bench_layout.py --before-python VENV/bin/python  # 12: smoke --help before/after the core's move",
-        "python bench/bench_realmodel.py    # 13: Qwen2.5-Coder-0.5B on llama-server, native / inline / constrained",
+        "python bench/bench_hooks.py        # 13: a `true` PreToolUse command hook vs the plain loop",
+        "python bench/bench_permission.py   # 14: the run_command permission check, 500-character command",
+        "python bench/bench_realmodel.py    # 15: Qwen2.5-Coder-0.5B on llama-server, native / inline / constrained",
         "python bench/report.py             # re-render this page from bench/results/latest.json",
         "```",
         "",

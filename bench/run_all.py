@@ -37,15 +37,17 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str], float]] = {
     "cache": ("bench_cache.py", [], ["--steps", "12"], 300),
     "batch": ("bench_batch.py", [], ["--tasks", "40"], 1200),
     "store": ("bench_store.py", [], ["--appends", "200", "--messages", "2000"], 300),
-    # needs llama-server and the Qwen model (`nox -s realmodel` puts them in the cache); not measured without
-    "realmodel": ("bench_realmodel.py", [], ["--seeds", "1", "--tasks", "answer-from-file,fix-off-by-one"], 10800),
     # needs --before-python (a venv with the core before issue 27's move); skipped without it
     "layout": ("bench_layout.py", [], ["--rounds", "3", "--runs", "5"], 600),
+    "hooks": ("bench_hooks.py", [], ["--steps", "12", "--reps", "2"], 300),
+    "permission": ("bench_permission.py", [], ["--runs", "300"], 180),
+    # needs llama-server and the Qwen model (`nox -s realmodel` puts them in the cache); not measured without
+    "realmodel": ("bench_realmodel.py", [], ["--seeds", "1", "--tasks", "answer-from-file,fix-off-by-one"], 10800),
 }
 
 DISTS = ("smoke-core", "smoke-tools-filesystem", "smoke-tools-search", "smoke-tools-terminal", "smoke-tools-git",
          "smoke-tools-agent", "smoke-provider-openai", "smoke-provider-anthropic", "smoke-mcp", "smoke-skills",
-         "smoke-ui", "smoke-otel", "opentelemetry-sdk", "smoke-ray", "smoke-store-postgres", "ray", "psycopg", "pydantic-ai-slim", "openai-agents", "llm", "llm-anthropic", "llm-gemini", "httpx",
+         "smoke-ui", "smoke-otel", "smoke-hooks", "opentelemetry-sdk", "smoke-ray", "smoke-store-postgres", "ray", "psycopg", "pydantic-ai-slim", "openai-agents", "llm", "llm-anthropic", "llm-gemini", "httpx",
          "httpx-sse", "tiktoken", "pydantic", "jsonschema", "pluggy")
 
 

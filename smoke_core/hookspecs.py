@@ -13,71 +13,35 @@ closed, *after* hooks fail open. docs/hooks.md is checked against this file.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from .base.markers import hookspec
+from .hooks.session_hookspecs import (
+    before_compaction,
+    before_permission_prompt,
+    before_prompt,
+    before_run_end,
+    session_end,
+    session_start,
+)
+from .hooks.views import AgentView, CommandGroup, RunView
 
 if TYPE_CHECKING:
-    import asyncio
     from collections.abc import Callable
 
     from .base.errors import AgentErrorInfo
     from .base.messages import Message
     from .policy.options import AgentOptions
     from .tools.definitions import ToolDefinition, ToolResult
-    from .tools.workspace import Workspace
 
-
-# ---------------------------------------------------------------- what hooks receive
-# Protocols, so that this reference names no class of the layers above it (the
-# run, the CLI): what a hook gets is a :class:`~smoke_core.plugin.RunHandle`, a
-# :class:`~smoke_core.Agent` and a :class:`click.Group`; these say what of them
-# a hook may rely on.
-
-
-class CommandGroup(Protocol):
-    """The ``smoke`` command (a :class:`click.Group`): what ``register_commands`` may use."""
-
-    def add_command(self, cmd: Any, name: str | None = None) -> None: ...
-
-    def command(self, *args: Any, **kwargs: Any) -> Any: ...
-
-    def group(self, *args: Any, **kwargs: Any) -> Any: ...
-
-
-class AgentView(Protocol):
-    """An agent (:class:`~smoke_core.Agent`) as hooks see it."""
-
-    options: AgentOptions
-    workspace: Workspace
-    session_id: str | None
-
-    @property
-    def tools(self) -> dict[str, ToolDefinition]: ...
-
-
-class RunView(Protocol):
-    """A run (:class:`~smoke_core.plugin.RunHandle`) as hooks see it."""
-
-    run_id: str
-    session_id: str | None
-    user_id: str | None
-    task: str
-    options: AgentOptions
-    workspace: Workspace
-    cancelled: asyncio.Event
-
-    @property
-    def step(self) -> int: ...
-
-    @property
-    def messages(self) -> list[Message]: ...
-
-    @property
-    def tools(self) -> dict[str, ToolDefinition]: ...
-
-    @property
-    def state(self) -> dict[str, Any]: ...
+#: the hooks in reading order (docs/hooks.md follows it), then the protocols hooks receive
+__all__ = [  # noqa: RUF022
+    "register_tools", "register_providers", "register_commands", "register_settings", "register_slash_commands",
+    "session_start", "before_prompt", "before_run", "before_run_end", "after_run", "session_end", "close_agent",
+    "before_compaction", "before_model_call", "after_model_call",
+    "before_tool_call", "before_permission_prompt", "after_tool_call",
+    "AgentView", "CommandGroup", "RunView",
+]
 
 
 # ---------------------------------------------------------------- registration
@@ -256,10 +220,16 @@ def before_run(run: RunView) -> None:
     """Called when a run starts, after ``run.started`` and before the tool
     list of the run is fixed and the model is first called.
 
-    A plugin may ask for approval (``await run.request_permission(...)``),
-    warn (``run.warn(...)``) and register tools (``run.register_tool(...)``)
-    here; tools registered now are part of this run (the MCP plugin starts
-    its servers this way). Implementations run concurrently-safe but in order.
+    A plugin may ask for approval (``await run.request_permission(...)``;
+    with ``person=True`` only a person's answer allows, never ``--yes`` or
+    ``allow-all``), warn (``run.warn(...)``) and register tools
+    (``run.register_tool(...)``) here; tools registered now are part of this
+    run (the MCP plugin starts its servers this way). During the run a
+    plugin may also ask the person (``await run.ask_user(question,
+    options=..., form=...)``: the ``ask_user.required`` pause) and call the
+    run's model outside its conversation (``await run.sample(messages)``:
+    through ``before_model_call``, counted in the run's usage). Implementations
+    run concurrently-safe but in order.
 
     :param run: the :class:`~smoke_core.plugin.RunHandle` of this run.
     :return: ignored.
@@ -400,9 +370,19 @@ def before_tool_call(
     :param input: the validated arguments (as rewritten by earlier hooks).
     :param tool_call_id: the model's id for this call.
     :return: None to pass; ``{"input": {...}}`` to rewrite the arguments
-        (re-validated against the schema); ``{"block": True, "reason": "..."}``
-        to refuse the call: the model gets a tool error with the reason and
-        ``after_tool_call`` sees ``blocked=True``.
+        (re-validated against the schema; a person asked next sees the
+        rewritten input and who rewrote it); ``{"block": True, "reason":
+        "..."}`` to refuse the call: the model gets a tool error with the
+        reason and ``after_tool_call`` sees ``blocked=True``.
+        ``{"permission": "allow" | "ask" | "deny", "reason": "..."}`` answers
+        the permission question for the gate: ``"deny"`` is a block;
+        ``"ask"`` makes the call ask a person even where a rule or the mode
+        would allow it (``--yes`` does not answer it; a deny still denies);
+        ``"allow"`` answers only an *ask of the mode* — it never passes a
+        deny or ask rule, a managed rule, a secret-looking path or a guarded
+        control file, which still deny or ask. Of several hooks' answers
+        the strictest holds (deny > ask > allow); ``input`` and
+        ``permission`` may come together.
     :raises: fail-closed — the call is blocked and the error text goes to the model.
 
     Example::
@@ -411,6 +391,8 @@ def before_tool_call(
         def before_tool_call(tool_name, input):
             if tool_name == "write_file" and input["path"].endswith(".env"):
                 return {"block": True, "reason": "writing .env files is not allowed"}
+            if tool_name == "run_command" and input["command"].startswith("pytest"):
+                return {"permission": "allow", "reason": "tests may always run"}
     """
 
 
@@ -433,12 +415,17 @@ def after_tool_call(
     :param blocked: True when a ``before_tool_call`` hook refused the call.
     :param error: the classified error (``tool_blocked``, ``permission_denied``,
         ``tool_failed``, ...), or None on success.
-    :return: ignored (observe only).
-    :raises: fail-open — logged and ignored.
+    :return: None, or ``{"context": "text"}``: the text is added to what the
+        model gets from this call (a text block after the result; the
+        ``tool.completed`` event shows it too). Every implementation runs;
+        their texts are added in order.
+    :raises: fail-open — logged and ignored (a return of another shape too).
 
     Example::
 
         @hookimpl
         def after_tool_call(tool_name, blocked, error, duration_ms):
             audit.write(tool_name, blocked=blocked, error=error and error.code, ms=duration_ms)
+            if tool_name == "write_file" and not error:
+                return {"context": "Remember to run the formatter before you finish."}
     """

@@ -34,8 +34,15 @@ __all__ = [
     "BatchTask",
     "CallRecord",
     "ChatHost",
+    "ClaudeDialect",
+    "CommandParse",
     "ConfigError",
+    "ControlFiles",
+    "DynamicWord",
     "Event",
+    "FormError",
+    "FormField",
+    "GlobWord",
     "Image",
     "JournalingStore",
     "Lease",
@@ -53,6 +60,7 @@ __all__ = [
     "SandboxSettings",
     "SessionInfo",
     "SettingsError",
+    "SimpleCommand",
     "SlashCommand",
     "Store",
     "StoreError",
@@ -68,14 +76,18 @@ __all__ = [
     "WorkspacePath",
     "WorkspaceRaceError",
     "batch_error_result",
+    "check_form",
     "child_env",
+    "collect_slash_commands",
     "create_agent",
+    "form_fields",
     "hookimpl",
     "is_secret_name",
     "lease_decision",
     "looks_secret",
     "new_session_id",
     "open_store",
+    "parse_command",
     "redact_url",
     "resolve_agent_settings",
     "run_batch",
@@ -95,6 +107,10 @@ _LAZY: dict[str, str] = {
     "ToolError": "base.errors",
     "EVENT_TYPES": "base.events",
     "Event": "base.events",
+    "FormError": "base.forms",
+    "FormField": "base.forms",
+    "check_form": "base.forms",
+    "form_fields": "base.forms",
     "Image": "base.images",
     "Message": "base.messages",
     "user_message": "base.messages",
@@ -104,6 +120,12 @@ _LAZY: dict[str, str] = {
     "run_batch_task": "batch.task",
     "BatchConfig": "batch.tasks",
     "BatchTask": "batch.tasks",
+    "CommandParse": "policy.commands.model",
+    "ControlFiles": "policy.control_files",
+    "DynamicWord": "policy.commands.model",
+    "GlobWord": "policy.commands.model",
+    "SimpleCommand": "policy.commands.model",
+    "parse_command": "policy.commands.walker",
     "AgentOptions": "policy.options",
     "ANSWERS": "policy.rules",
     "PermissionRequest": "policy.rules",
@@ -119,6 +141,7 @@ _LAZY: dict[str, str] = {
     "create_agent": "run.factory",
     "RunHandle": "run.handle",
     "ChatHost": "run.slash",
+    "collect_slash_commands": "run.slash",
     "SlashCommand": "run.slash",
     "RunResult": "run.state",
     "CallRecord": "store.protocol",
@@ -138,6 +161,7 @@ _LAZY: dict[str, str] = {
     "ToolContext": "tools.context",
     "tool": "tools.decorator",
     "TOOL_KINDS": "tools.definitions",
+    "ClaudeDialect": "tools.definitions",
     "ToolAnnotations": "tools.definitions",
     "ToolDefinition": "tools.definitions",
     "ToolKind": "tools.definitions",
@@ -174,11 +198,15 @@ if TYPE_CHECKING:
         ToolError,
     )
     from .base.events import EVENT_TYPES, Event
+    from .base.forms import FormError, FormField, check_form, form_fields
     from .base.images import Image
     from .base.messages import Message, user_message
     from .batch.main import BatchError, run_batch
     from .batch.task import batch_error_result, run_batch_task
     from .batch.tasks import BatchConfig, BatchTask
+    from .policy.commands.model import CommandParse, DynamicWord, GlobWord, SimpleCommand
+    from .policy.commands.walker import parse_command
+    from .policy.control_files import ControlFiles
     from .policy.options import AgentOptions
     from .policy.rules import ANSWERS, PermissionRequest, looks_secret
     from .policy.sandbox.settings import SandboxSettings
@@ -188,7 +216,7 @@ if TYPE_CHECKING:
     from .run.agent_settings import resolve_agent_settings
     from .run.factory import create_agent
     from .run.handle import RunHandle
-    from .run.slash import ChatHost, SlashCommand
+    from .run.slash import ChatHost, SlashCommand, collect_slash_commands
     from .run.state import RunResult
     from .store.protocol import (
         CallRecord,
@@ -209,6 +237,7 @@ if TYPE_CHECKING:
     from .tools.decorator import tool
     from .tools.definitions import (
         TOOL_KINDS,
+        ClaudeDialect,
         ToolAnnotations,
         ToolDefinition,
         ToolKind,

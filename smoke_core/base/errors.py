@@ -75,7 +75,8 @@ ERROR_CODE_DEFAULTS: dict[str, tuple[ErrorLayer, Severity, bool, str]] = {
     "batch_task_invalid": ("run", "error", False, "Fix this line of the tasks file; the other tasks are not affected."),
     "batch_setup_failed": ("run", "error", False, "The task's setup command failed; its output is in details. Fix the command or the workspace."),
     "batch_worker_lost": ("run", "error", False, "The worker running the task died more times than the engine retries; run the batch again to resume it from its session."),
-    "hook_blocked": ("hook", "error", False, "A before_model_call hook stopped the run."),
+    "hook_blocked": ("hook", "error", False, "A hook blocked or stopped something (the run, a prompt, a call); "
+                                             "see the message."),
     "hook_failed": ("hook", "error", False, "A hook raised; see details for the plugin and message."),
     "transport_disconnected": ("transport", "warning", True, "The connection dropped; it is retried or reconnected."),
 }

@@ -40,6 +40,8 @@ EventType = Literal[
     "subagent.completed",
     "subagent.failed",
     "subagent.interrupted",
+    "hook.started",
+    "hook.completed",
 ]
 
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
@@ -67,7 +69,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     ),
     "permission.required": (
         "tool_call_id", "kind", "tool_name", "input", "reason", "presentation", "tool_kind", "suggested_rule",
-        "suggested_rule_user",
+        "suggested_rule_user", "suggested_rules", "suggested_rules_user", "commands",
     ),
     "permission.resolved": ("tool_call_id", "decision"),
     "ask_user.required": ("tool_call_id", "question", "options", "multiple"),
@@ -80,6 +82,10 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "subagent.completed": ("text", "usage", "steps", "parent_tool_call_id"),
     "subagent.failed": ("error", "usage", "steps", "parent_tool_call_id"),
     "subagent.interrupted": ("reason", "usage", "steps", "parent_tool_call_id"),
+    "hook.started": ("hook_event", "hook", "command", "tool_call_id"),
+    "hook.completed": (
+        "hook_event", "hook", "command", "tool_call_id", "exit_code", "duration_ms", "decision", "reason", "error",
+    ),
 }
 
 

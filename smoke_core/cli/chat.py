@@ -82,7 +82,7 @@ class TerminalChat:
         self.console = Console(highlight=False, soft_wrap=True)
         self.total = Usage()
         self._agent: Any = None
-        self._retired: list[Any] = []
+        self._retired: list[tuple[Any, str]] = []
         self._commands: dict[str, SlashCommand] = {}
         self._told: set[str] = set()
         self._ended = False
@@ -115,7 +115,9 @@ class TerminalChat:
         from ..run.agent import new_session_id
 
         session_id = new_session_id()
-        self._use(self._make_agent(session_id))
+        agent = self._make_agent(session_id)
+        agent.session_source = "clear"  # for session_start hooks
+        self._use(agent, reason="clear")
         self._session_id = session_id
         self._created.add(session_id)
         return session_id
@@ -129,10 +131,18 @@ class TerminalChat:
         self._use(agent)
         self.say(f"now using {agent.options.provider_name} · {agent.provider.model} (same session)")
 
-    async def compact(self) -> None:
+    async def compact(self, instructions: str = "") -> None:
+        from ..hooks.runner import HookRunner
         from ..run.agent import new_session_id, repair_history
         from ..run.compaction import Compactor
+        from ..run.run_hooks import compaction_allowed
 
+        def warn(info: Any) -> None:
+            self.say(f"⚠ {info.message}")
+
+        if not await compaction_allowed(HookRunner(self._agent.plugin_manager), None, "manual", instructions, warn,
+                                        agent=self._agent):
+            return
         before = repair_history(list(self.store.load(self._session_id)))
         view = _CompactionView(list(before), self._agent.system_prompt)
         # keep the last answer verbatim; everything before it becomes the summary
@@ -146,7 +156,9 @@ class TerminalChat:
         session_id = new_session_id()
         for message in view.messages:
             self.store.append(session_id, message)
-        self._use(self._make_agent(session_id))
+        agent = self._make_agent(session_id)
+        agent.session_source = "compact"
+        self._use(agent)
         self._session_id = session_id
         self.say(f"compacted {len(before)} → {len(view.messages)} messages; going on in session {session_id} "
                  f"(the whole conversation stays in session {old})")
@@ -162,15 +174,16 @@ class TerminalChat:
             raise SetupError(problem)
         return agent
 
-    def _use(self, agent: Any) -> None:
+    def _use(self, agent: Any, *, reason: str = "other") -> None:
         if self._agent is not None:
-            self._retired.append(self._agent)
+            self._retired.append((self._agent, reason))
         self._agent = agent
         self._refresh_commands()
 
     async def _close_retired(self) -> None:
         while self._retired:
-            await self._retired.pop().aclose()
+            agent, reason = self._retired.pop()
+            await agent.aclose(reason=reason)
 
     def _refresh_commands(self) -> None:
         self._commands, problems = collect_slash_commands(self._agent)
@@ -273,7 +286,7 @@ class TerminalChat:
                 self._loop(runner)
             finally:
                 runner.run(self._close_retired())
-                runner.run(self._agent.aclose())
+                runner.run(self._agent.aclose(reason="prompt_input_exit"))
                 self._save_history()
 
     def _loop(self, runner: asyncio.Runner) -> None:

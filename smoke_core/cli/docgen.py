@@ -29,13 +29,19 @@ hook's parameters (matched by name) and may be `async def`.
 | `register_commands` | registration | ignored | plugin's commands skipped, reported |
 | `register_settings` | registration | ignored | `create_agent` fails with `SettingsError`, naming the plugin |
 | `register_slash_commands` | registration (per chat) | ignored | plugin's slash commands skipped, the chat says so |
+| `session_start` | lifecycle (gathers) | `{"context"}` | fail-open: `run.warning` (`hook_failed`) |
+| `before_prompt` | chained | `{"context"}` or `{"block": True, "reason"}` | fail-closed: run fails with `hook_failed` |
 | `before_run` | lifecycle | ignored | fail-open: `run.warning` (`hook_failed`) |
+| `before_run_end` | lifecycle (gathers) | `{"continue_with"}` | fail-open: `run.warning`, the run ends |
 | `after_run` | lifecycle | ignored | fail-open: logged |
+| `session_end` | lifecycle | ignored | fail-open: logged |
 | `close_agent` | lifecycle | ignored | fail-open: logged |
+| `before_compaction` | chained | `{"block": True, "reason"}` | fail-open: `run.warning`, compaction goes ahead |
 | `before_model_call` | chained | `{"messages"?, "tools"?, "system"?}` or `{"block": True, "reason"}` | fail-closed: run fails with `hook_blocked` |
 | `after_model_call` | observer | ignored | fail-open: logged |
-| `before_tool_call` | chained | `{"input"}` or `{"block": True, "reason"}` | fail-closed: the call is blocked, the error goes to the model |
-| `after_tool_call` | observer | ignored | fail-open: logged |
+| `before_tool_call` | chained | `{"input"?, "permission"?}` or `{"block": True, "reason"}` | fail-closed: the call is blocked, the error goes to the model |
+| `before_permission_prompt` | lifecycle (gathers) | `{"decision": "allow" or "deny", "reason"?}` | fail-open: `run.warning`, the person is asked |
+| `after_tool_call` | observer (gathers) | `{"context"}` | fail-open: logged |
 
 **Order and chaining.** Implementations run in pluggy order: the last
 registered plugin first; `@hookimpl(tryfirst=True)` / `trylast=True` move one.
@@ -45,6 +51,10 @@ validation and **before the permission gate**, so a refused call never
 prompts a person. A blocked call reaches the model and the UI as an ordinary
 tool error (`tool.completed` with `is_error`); `after_tool_call` sees it with
 `blocked=True`. `after_tool_call` fires exactly once per call on every path.
+A hook's `permission: "allow"` (and `before_permission_prompt`'s allow)
+answers only an ask of the permission *mode*: deny and ask rules, managed
+rules, secret-looking paths and guarded control files keep their answer.
+The *gathering* hooks run every implementation and collect what each returns.
 
 """
 
@@ -61,7 +71,8 @@ def _signature(fn: Any) -> str:
 
 
 def hook_names() -> list[str]:
-    return [n for n, f in vars(hookspecs).items() if callable(f) and hasattr(f, "smoke_spec")]
+    """Every hook, in the reading order of ``hookspecs.__all__``."""
+    return [n for n in hookspecs.__all__ if hasattr(getattr(hookspecs, n), "smoke_spec")]
 
 
 def render() -> str:

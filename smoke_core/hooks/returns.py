@@ -1,10 +1,10 @@
-"""What the *before* hooks may return, as pydantic models (loaded on the
-first non-empty return: ``smoke --help`` builds the hook runner without
-importing pydantic)."""
+"""What the *before* and gathering hooks may return, as pydantic models
+(loaded on the first non-empty return: ``smoke --help`` builds the hook
+runner without importing pydantic)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -17,9 +17,11 @@ class HookReturn(BaseModel):
 
 
 class BeforeToolCallResult(HookReturn):
-    """What ``before_tool_call`` may return: ``{"input": {...}}`` or ``{"block": True, "reason": ...}``."""
+    """What ``before_tool_call`` may return: ``{"input": {...}}``, ``{"permission": ...}``
+    or ``{"block": True, "reason": ...}``."""
 
     input: dict[str, Any] | None = None
+    permission: Literal["allow", "ask", "deny"] | None = None
 
 
 class BeforeModelCallResult(HookReturn):
@@ -30,7 +32,37 @@ class BeforeModelCallResult(HookReturn):
     system: str | None = None
 
 
+class BeforePromptResult(HookReturn):
+    """What ``before_prompt`` may return: ``{"context": text}`` or a block."""
+
+    context: str | None = None
+
+
+class ContextResult(HookReturn):
+    """What ``session_start`` and ``after_tool_call`` may return: ``{"context": text}``."""
+
+    context: str | None = None
+
+
+class RunEndResult(HookReturn):
+    """What ``before_run_end`` may return: ``{"continue_with": message}``."""
+
+    continue_with: str | None = None
+
+
+class PermissionPromptResult(HookReturn):
+    """What ``before_permission_prompt`` may return: ``{"decision": "allow" | "deny", "reason"?}``."""
+
+    decision: Literal["allow", "deny"] | None = None
+
+
 RESULT_MODELS: dict[str, type[HookReturn]] = {
     "before_tool_call": BeforeToolCallResult,
     "before_model_call": BeforeModelCallResult,
+    "before_prompt": BeforePromptResult,
+    "before_compaction": HookReturn,
+    "session_start": ContextResult,
+    "after_tool_call": ContextResult,
+    "before_run_end": RunEndResult,
+    "before_permission_prompt": PermissionPromptResult,
 }

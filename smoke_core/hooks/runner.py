@@ -1,15 +1,22 @@
 """The hook runner: every hook call Smoke makes goes through here (DESIGN §2).
 
-Three calling conventions, one function each:
+Four calling conventions, one function each:
 
 - :meth:`HookRunner.chain` — *before* hooks (``before_model_call``,
-  ``before_tool_call``). Implementations run in pluggy order; each sees the
-  rewrite of the previous one; the first block ends the chain. A raise, or a
-  return value of the wrong shape, fails **closed** with ``hook_failed``
-  naming the plugin and what it returned.
-- :meth:`HookRunner.observe` — *after* and lifecycle hooks (``after_*``,
-  ``before_run``, ``close_agent``). Every implementation runs; each failure is
-  reported (``run.warning`` with ``hook_failed`` in a run), never silent.
+  ``before_tool_call``, ``before_prompt``, ``before_compaction``).
+  Implementations run in pluggy order; each sees the rewrite of the previous
+  one; the first block ends the chain; the strictest permission answer and
+  every gathered value (``context``) are kept. A raise, or a return value of
+  the wrong shape, fails **closed** with ``hook_failed`` naming the plugin and
+  what it returned (the caller may choose to fail open instead).
+- :meth:`HookRunner.observe` — *after* and lifecycle hooks (``after_run``,
+  ``after_model_call``, ``before_run``, ``session_end``, ``close_agent``). Every
+  implementation runs; each failure is reported (``run.warning`` with
+  ``hook_failed`` in a run), never silent.
+- :meth:`HookRunner.gather` — hooks that every implementation answers
+  (``after_tool_call``, ``session_start``, ``before_run_end``,
+  ``before_permission_prompt``): each return is validated and collected; a
+  raise or a bad return is reported like an observer's and skipped (fail-open).
 - :meth:`HookRunner.collect` — registration hooks (``register_*``). Every
   implementation runs with a ``register`` callable bound to its plugin, so a
   registration names its source and one broken plugin does not hide the
@@ -47,9 +54,21 @@ if TYPE_CHECKING:
 #: Hooks called with the *chain* convention and the keys each may return.
 CHAIN_HOOKS: dict[str, frozenset[str]] = {
     "before_model_call": frozenset({"messages", "tools", "system", "block", "reason"}),
-    "before_tool_call": frozenset({"input", "block", "reason"}),
+    "before_tool_call": frozenset({"input", "permission", "block", "reason"}),
+    "before_prompt": frozenset({"context", "block", "reason"}),
+    "before_compaction": frozenset({"block", "reason"}),
 }
-OBSERVE_HOOKS = frozenset({"before_run", "after_run", "after_model_call", "after_tool_call", "close_agent"})
+#: Hooks called with the *gather* convention and the keys each may return.
+GATHER_HOOKS: dict[str, frozenset[str]] = {
+    "after_tool_call": frozenset({"context"}),
+    "session_start": frozenset({"context"}),
+    "before_run_end": frozenset({"continue_with"}),
+    "before_permission_prompt": frozenset({"decision", "reason"}),
+}
+RETURN_KEYS: dict[str, frozenset[str]] = {**CHAIN_HOOKS, **GATHER_HOOKS}
+OBSERVE_HOOKS = frozenset({"before_run", "after_run", "after_model_call", "session_end", "close_agent"})
+#: a permission answer's strictness: of several hooks' answers the strictest holds
+_PERMISSION_RANK = {"allow": 1, "ask": 2, "deny": 3}
 COLLECT_HOOKS = frozenset({"register_tools", "register_providers", "register_commands", "register_settings"})
 
 
@@ -70,6 +89,12 @@ class ChainOutcome:
     plugin: str | None = None
     reason: str | None = None
     exception: str | None = None
+    #: the strictest ``permission`` answer (``allow`` / ``ask``), who gave it and why
+    permission: str | None = None
+    permission_plugin: str | None = None
+    permission_reason: str | None = None
+    #: gathered keys (``context``): ``[(plugin, value), ...]`` in call order
+    gathered: dict[str, list[tuple[str, Any]]] | None = None
 
 
 def _describe(value: Any) -> str:
@@ -86,7 +111,7 @@ def parse_return(hook: str, value: Any) -> tuple[HookReturn | None, str | None]:
         return None, f"returned {_describe(value)} ({type(value).__name__}); return None or a dict"
     if not value:
         return None, None
-    allowed = CHAIN_HOOKS[hook]
+    allowed = RETURN_KEYS[hook]
     unknown = sorted(k for k in value if k not in allowed)
     if unknown:
         hints = []
@@ -188,14 +213,27 @@ class HookRunner:
         results: Any = pm._hookexec(hook, [impl], kwargs, False)  # monitored and traced
         return results[0] if results else None
 
-    async def chain(self, hook: str, kwargs: dict[str, Any], rewritable: tuple[str, ...]) -> ChainOutcome | None:
+    async def chain(
+        self, hook: str, kwargs: dict[str, Any], rewritable: tuple[str, ...], gathered: tuple[str, ...] = ()
+    ) -> ChainOutcome | None:
         """Run a *before* hook chain. ``kwargs`` are the hook's arguments;
         ``rewritable`` names those a hook may rewrite (each later hook sees the
-        rewrite). None when every hook passed without rewriting; never raises
-        for a plugin's fault (cancellation passes)."""
+        rewrite); ``gathered`` names return keys collected from every hook.
+        None when every hook passed without rewriting, answering or
+        gathering; never raises for a plugin's fault (cancellation passes)."""
         values = kwargs
         copied = False
         rewritten_by: str | None = None
+        permission: str | None = None
+        permission_plugin: str | None = None
+        permission_reason: str | None = None
+        found: dict[str, list[tuple[str, Any]]] | None = None
+
+        def outcome(status: Literal["pass", "block", "fail"], plugin: str | None, reason: str | None = None,
+                    exception: str | None = None) -> ChainOutcome:
+            return ChainOutcome(status, values, plugin, reason, exception, permission, permission_plugin,
+                                permission_reason, found)
+
         for impl in self.impls(hook):
             label = plugin_label(impl)
             try:
@@ -203,17 +241,24 @@ class HookRunner:
                 if res is not None and inspect.isawaitable(res):
                     res = await res
             except Exception as exc:  # not CancelledError (a BaseException): cancellation passes
-                return ChainOutcome(
-                    "fail", values, label, f"{hook} in {label} raised {type(exc).__name__}: {exc}",
-                    type(exc).__name__,
-                )
+                return outcome("fail", label, f"{hook} in {label} raised {type(exc).__name__}: {exc}",
+                               type(exc).__name__)
             parsed, problem = parse_return(hook, res)
             if problem is not None:
-                return ChainOutcome("fail", values, label, f"{hook} in {label} {problem}")
+                return outcome("fail", label, f"{hook} in {label} {problem}")
             if parsed is None:
                 continue
-            if parsed.block:
-                return ChainOutcome("block", values, label, parsed.reason or "no reason given")
+            answer = getattr(parsed, "permission", None)
+            if parsed.block or answer == "deny":
+                return outcome("block", label, parsed.reason or "no reason given")
+            if answer is not None and _PERMISSION_RANK[answer] > _PERMISSION_RANK.get(permission or "", 0):
+                permission, permission_plugin, permission_reason = answer, label, parsed.reason
+            for key in gathered:
+                value = getattr(parsed, key, None)
+                if value:
+                    if found is None:
+                        found = {}
+                    found.setdefault(key, []).append((label, value))
             for key in rewritable:
                 if key in parsed.model_fields_set:
                     if not copied:
@@ -221,7 +266,33 @@ class HookRunner:
                         copied = True
                     values[key] = getattr(parsed, key)
                     rewritten_by = label
-        return ChainOutcome("pass", values, rewritten_by) if copied else None
+        if copied or permission is not None or found is not None:
+            return outcome("pass", rewritten_by)
+        return None
+
+    async def gather(
+        self, hook: str, kwargs: Mapping[str, Any], on_error: Callable[[str, str, BaseException], None]
+    ) -> list[tuple[str, HookReturn]]:
+        """Run every implementation of a gathering hook; ``[(plugin, parsed
+        return), ...]`` of those that returned something. A raise or a return
+        of the wrong shape goes to ``on_error(plugin, message, exc)`` and is
+        skipped (fail-open)."""
+        out: list[tuple[str, HookReturn]] = []
+        for impl in self.impls(hook):
+            label = plugin_label(impl)
+            try:
+                res = self.call_one(hook, impl, kwargs)
+                if res is not None and inspect.isawaitable(res):
+                    res = await res
+            except Exception as exc:  # not CancelledError (a BaseException): cancellation passes
+                on_error(label, f"{hook} in {label} raised {type(exc).__name__}: {exc}", exc)
+                continue
+            parsed, problem = parse_return(hook, res)
+            if problem is not None:
+                on_error(label, f"{hook} in {label} {problem}", ValueError(problem))
+            elif parsed is not None:
+                out.append((label, parsed))
+        return out
 
     async def observe(
         self, hook: str, kwargs: Mapping[str, Any], on_error: Callable[[str, str, BaseException], None]

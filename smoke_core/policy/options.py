@@ -24,6 +24,8 @@ class Guards:
     #: replies cut off at ``max_tokens`` in a row before the run fails (``output_truncated``);
     #: each one before is a ``run.warning`` and a request to continue
     truncated_replies: int = 3
+    #: how many times ``before_run_end`` hooks may make one run go on (Claude Code's Stop cap)
+    stop_continuations: int = 8
 
 
 @dataclass(slots=True)
@@ -41,6 +43,9 @@ class AgentOptions:
     workspace_trusted: bool = True
     #: the effective ``sandbox:`` settings (smoke_core.sandbox.SandboxSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    #: control files added by managed settings (``control_files``), besides the built-in list
+    #: (smoke_core.plugin.ControlFiles)
+    control_files: tuple[str, ...] = ()
     #: keyword arguments of ``create_agent`` that core does not use itself
     #: (``mcp_servers``, ``skills_dir``, ...), for plugins to read.
     extra: dict[str, Any] = field(default_factory=dict)

@@ -88,6 +88,10 @@ class Agent:
         self._pauses = PauseBroker()
         self._current: RunHandle | None = None
         self._busy: AgentErrorInfo | None = None  # why this run may not use its session (session_busy)
+        #: why this agent's session starts, for ``session_start``: a host sets ``"clear"``
+        #: for an agent made by a chat's /clear; None: ``startup`` or ``resume``
+        self.session_source: str | None = None
+        self._session_started = False
 
     # ------------------------------------------------------------ tools
 
@@ -213,7 +217,14 @@ class Agent:
             model_settings=self.model_settings,
             max_tool_output_chars=self.max_tool_output_chars,
             redactor=Redactor.from_environment(),
+            start_session=self._start_session,
         )
+
+    def _start_session(self, has_history: bool) -> str | None:
+        if self._session_started:
+            return None
+        self._session_started = True
+        return self.session_source or ("resume" if has_history else "startup")
 
     def run_sync(self, task: str | Sequence[TaskPart], *, output_type: Any = None, output_retries: int = 2) -> RunResult:
         """``asyncio.run(agent.run(task))`` for scripts."""
@@ -256,21 +267,25 @@ class Agent:
         if handle is not None:
             handle.abort()
 
-    def resolve_permission(self, tool_call_id: str, decision: str, *, remember: str | None = None) -> PermissionRule | None:
+    def resolve_permission(self, tool_call_id: str, decision: str, *,
+                           remember: str | None = None) -> list[PermissionRule] | None:
         """Answer a ``permission.required``: ``"allow"``, ``"allow_run"`` (this tool or
         MCP server for the rest of the run), ``"allow_always"``, ``"allow_network"``
         (this call, and a sandboxed command may reach the network this once),
         ``"deny"`` or ``"deny_always"`` (writes a deny rule, like ``allow_always``).
 
-        ``"allow_always"`` allows the call and writes an allow rule for exactly
-        this tool and argument (:func:`~smoke_core.policy.gate.rule_for`) to
-        ``.smoke/config.local.yaml`` (``remember="local"``, the default) or the
-        user settings (``remember="user"``; paths are then absolute), and adds
-        it to this agent's gate, so this and later runs do not ask again. An
-        answer given before the pause is registered is kept and used when it
-        comes (``allow_always`` needs the pause: answer it after
-        ``permission.required``). Returns the rule written for
-        ``allow_always``, else None."""
+        ``"allow_always"`` allows the call and writes allow rules for exactly
+        this tool and argument (:meth:`~smoke_core.policy.gate.PermissionGate.rules_for`:
+        one rule, or for a command one per simple command not allowed yet, with
+        the call's ``env``) to ``.smoke/config.local.yaml``
+        (``remember="local"``, the default) or the user settings
+        (``remember="user"``; paths are then absolute), and adds them to this
+        agent's gate, so this and later runs do not ask again. Raises
+        ``ValueError`` when no rule can cover the call (a command the parse
+        cannot see through). An answer given before the pause is registered is
+        kept and used when it comes (``allow_always`` needs the pause: answer
+        it after ``permission.required``). Returns the rules written for
+        ``allow_always`` / ``deny_always``, else None."""
         if decision not in ANSWERS:
             raise ValueError(f"decision must be one of {', '.join(ANSWERS)}, got {decision!r}")
         always = decision in ("allow_always", "deny_always")
@@ -296,11 +311,18 @@ class Agent:
                 )
             scope = remember or "local"
             action: Literal["allow", "deny"] = "allow" if decision == "allow_always" else "deny"
-            rule = gate.rule_for(request, absolute=scope == "user")
-            path = remember_rule(self.workspace.root, rule, scope=scope, action=action)  # type: ignore[arg-type]
-            added = gate.add_rule(rule, action, origin=str(path))
+            texts = gate.rules_for(request, absolute=scope == "user", action=action)
+            if not texts:
+                raise ValueError(
+                    f"no rule can cover this call: {request.reason or 'the command cannot be seen through'}; "
+                    f"answer 'allow' or 'allow_run' (or 'deny') instead"
+                )
+            added = []
+            for text in texts:
+                path = remember_rule(self.workspace.root, text, scope=scope, action=action)  # type: ignore[arg-type]
+                added.append(gate.add_rule(text, action, origin=str(path)))
             gate.take_pending(tool_call_id)
-            self._pauses.answer(tool_call_id, decision)  # the rule is in place: this call follows it
+            self._pauses.answer(tool_call_id, decision)  # the rules are in place: this call follows them
             return added
         gate.take_pending(tool_call_id)
         self._pauses.answer(tool_call_id, decision)
@@ -330,6 +352,23 @@ class Agent:
         """Answer an ``ask_user.required`` with ``text``."""
         self._pauses.answer(tool_call_id, str(text))
 
+    def respond_form(self, tool_call_id: str, values: dict[str, Any] | None) -> None:
+        """Answer an ``ask_user.required`` that carries a ``form``: ``values``
+        (field name → value) accepts it, None declines. Raises
+        :class:`~smoke_core.base.forms.FormError` (a ``ValueError``) naming
+        each field that does not fit the form, so the person can be asked again."""
+        import json
+
+        if values is None:
+            self._pauses.answer(tool_call_id, json.dumps({"action": "decline"}))
+            return
+        form = self._pauses.forms.get(tool_call_id)
+        if form is not None:
+            from ..base.forms import check_form
+
+            values = check_form(form, values)
+        self._pauses.answer(tool_call_id, json.dumps({"action": "accept", "content": values}))
+
     # ------------------------------------------------------------ sessions
 
     def _load_history(self) -> list[Message]:
@@ -344,13 +383,19 @@ class Agent:
         if self.session_id is not None:
             self.store.append(self.session_id, message)
 
-    async def aclose(self) -> None:
-        """Release what plugins hold (``close_agent`` hook). Safe to call twice."""
+    async def aclose(self, *, reason: str = "other") -> None:
+        """End the session for plugins (``session_end`` with ``reason``, once,
+        when the agent ran) and release what they hold (``close_agent``). Safe
+        to call twice."""
 
         def failed(plugin: str, message: str, exc: BaseException) -> None:
             log.warning("smoke: %s (ignored)", message)
 
-        await HookRunner(self._pm).observe("close_agent", {"agent": self}, failed)
+        hooks = HookRunner(self._pm)
+        if self._session_started:
+            self._session_started = False
+            await hooks.observe("session_end", {"agent": self, "reason": reason}, failed)
+        await hooks.observe("close_agent", {"agent": self}, failed)
 
     async def __aenter__(self) -> Agent:
         return self

@@ -48,6 +48,19 @@ def warn_once(message: str) -> None:
         log.warning("smoke: %s", message)
 
 
+def split_hooks(hooks: dict[str, Any] | None) -> tuple[dict[str, Callable[..., Any]], dict[str, Any]]:
+    """``create_agent(hooks=...)`` in its two forms: Python hooks by hook name
+    (snake_case) and command hooks by event name (``PreToolUse``...)."""
+    python_hooks: dict[str, Callable[..., Any]] = {}
+    command_hooks: dict[str, Any] = {}
+    for name, value in (hooks or {}).items():
+        if isinstance(name, str) and name[:1].isupper():
+            command_hooks[name] = value
+        else:
+            python_hooks[name] = value
+    return python_hooks, command_hooks
+
+
 def create_agent(
     workspace_path: str | os.PathLike[str] = ".",
     *,
@@ -56,7 +69,7 @@ def create_agent(
     api_key: ApiKey = None,
     base_url: str | None = None,
     tools: Iterable[str | ToolDefinition] | None = None,
-    hooks: dict[str, Callable[..., Any]] | None = None,
+    hooks: dict[str, Any] | None = None,
     plugins: Iterable[object] | None = None,
     permission: str | Callable[..., Any] | None = None,
     auto_approve: bool | list[str] | None = None,
@@ -91,8 +104,12 @@ def create_agent(
     ``"anthropic"``...) or a provider instance; ``model="nvidia:meta/llama-3.3-70b-instruct"``
     names both. ``tools`` restricts the exposed groups when it holds group
     names (``["search", "git"]``) and adds tools when it holds
-    ``ToolDefinition``s. ``hooks`` maps hook names to callables; ``plugins``
-    are plugin objects for this agent only. ``provider_options`` go to the
+    ``ToolDefinition``s. ``hooks`` maps hook names to callables
+    (``{"before_tool_call": fn}``) and, with plugin smoke-hooks, event names
+    to command hooks in Claude Code's shape (``{"PreToolUse": [{"matcher":
+    "Bash", "hooks": [{"type": "command", "command": "./check.py"}]}]}``:
+    the code layer of the settings key ``hooks``); ``plugins`` are plugin
+    objects for this agent only. ``provider_options`` go to the
     provider factory (``{"idle_timeout": 30}``).
 
     Settings (docs/security.md): the keyword arguments ``provider``,
@@ -118,8 +135,14 @@ def create_agent(
     workspace = Workspace(workspace_path)
     if trust_workspace is not None and not isinstance(trust_workspace, bool):
         raise SettingsError(f"create_agent(trust_workspace=...): expected True, False or None, got {trust_workspace!r}")
-    pm = create_plugin_manager(list(plugins or []), hooks, autoload=autoload_plugins)
+    python_hooks, command_hooks = split_hooks(hooks)
+    pm = create_plugin_manager(list(plugins or []), python_hooks, autoload=autoload_plugins)
     specs = collect_setting_specs(pm)
+    if command_hooks and "hooks" not in specs:
+        raise SettingsError(
+            f"create_agent(hooks=...): {', '.join(sorted(command_hooks))} are command hooks (Claude Code's shape), "
+            f"which the smoke-hooks plugin runs: pip install smoke-hooks (or pass Python hooks by hook name)"
+        )
     for key in plugin_settings:
         if key not in specs:
             import difflib
@@ -141,6 +164,7 @@ def create_agent(
         "sandbox": sandbox.model_dump(exclude_unset=True) if isinstance(sandbox, SandboxSettings) else sandbox,
         "tool_calls": tool_calls, "context_window": context_window, "max_tokens": max_tokens,
         "temperature": temperature, "top_p": top_p, "seed": seed,
+        "hooks": command_hooks or None,
         **plugin_settings,
     }
     code = {k: v for k, v in code.items() if v is not None}
@@ -190,6 +214,7 @@ def create_agent(
         max_steps=values["max_steps"],
         workspace_trusted=resolved.trusted,
         sandbox=values["sandbox"],
+        control_files=tuple(values["control_files"]),
         extra=extra,
     )
 
@@ -240,7 +265,14 @@ def create_agent(
             raise ValueError(
                 f"tools=: unknown tool group(s) {', '.join(map(repr, unknown))}; known groups: {', '.join(sorted(known))}"
             )
+    gate = PermissionGate(
+        options.permission, auto_approve=options.auto_approve, rules=resolved.rules,
+        workspace=workspace.root, tools=registry.get, control_files=options.control_files,
+    )
     names = registry.names()
+    for message in gate.rule_problems(names):
+        resolved.warnings.append(message)
+        warn_once(message)
     for rule in resolved.rules:
         # MCP tools (server__tool) appear when their server starts, after this
         if "__" not in rule.tool and not any(rule.matches_tool(n) for n in names):
@@ -264,10 +296,7 @@ def create_agent(
         compactor=Compactor(context_window=_context_window(values.get("context_window"), provider_obj)),
         model_settings=_model_settings(model_settings, values),
         max_tool_output_chars=max_tool_output_chars,
-        gate=PermissionGate(
-            options.permission, auto_approve=options.auto_approve, rules=resolved.rules,
-            workspace=workspace.root, tools=registry.get,
-        ),
+        gate=gate,
         settings=resolved,
     )
     return agent

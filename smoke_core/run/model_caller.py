@@ -5,6 +5,7 @@ the provider with retries, assemble the streamed reply, report it
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
 import random
@@ -16,6 +17,7 @@ from ..base.errors import AgentError, AgentErrorInfo
 from ..base.messages import Message
 from ..hooks.runner import HookRunner
 from ..policy.options import Guards
+from ..policy.secrets import Redactor, StreamRedactor
 from ..wire.pricing import price_usd
 from ..wire.types import (
     Finished,
@@ -57,6 +59,7 @@ class ModelCaller:
         hook_run: Any,
         on_hook_error: Callable[[str, str, BaseException], None],
         call_id_prefix: str = "",
+        redactor: Redactor | None = None,
     ) -> None:
         self.provider = provider
         self.retry = retry
@@ -73,6 +76,8 @@ class ModelCaller:
         self.hook_run = hook_run  # the RunHandle, as hooks see it
         self.on_hook_error = on_hook_error
         self.call_id_prefix = call_id_prefix  # a subagent's own ids never clash with its parent's
+        #: the model's own text is redacted like tool results (events, the transcript, the store)
+        self.redactor = redactor if redactor else None
         self.rand = random.random
         # only a provider with an endpoint (or told what it serves) can be priced
         self._priced = bool(getattr(provider, "base_url", None) or getattr(provider, "price_as", None))
@@ -112,9 +117,20 @@ class ModelCaller:
 
     async def build_request(self, step: int) -> ModelRequest:
         """The request for this step, after the ``before_model_call`` chain."""
-        messages = list(self.state.messages)
-        tools = list(self.state.schemas)
-        system = self.system_prompt()
+        return await self._chained(step, list(self.state.messages), list(self.state.schemas), self.system_prompt())
+
+    async def sample(self, messages: list[Message], *, system: str | None, settings: dict[str, Any],
+                     step: int) -> tuple[Message, str | None]:
+        """One model call on ``messages`` alone (no tools), through the hooks
+        and retries of a step; counted in the run's usage; text not streamed."""
+        request = await self._chained(step, list(messages), [], system)
+        request.settings.update(settings)
+        quiet = copy.copy(self)
+        quiet.emit = lambda type, data: None if type.startswith("text.") else self.emit(type, data)
+        return await quiet.call(request, step)
+
+    async def _chained(self, step: int, messages: list[Message], tools: list[dict[str, Any]],
+                       system: str | None) -> ModelRequest:
         if self.hooks.has("before_model_call"):
             kwargs = {
                 "messages": messages, "tools": tools, "system": system, "model": self.model,
@@ -229,6 +245,9 @@ class ModelCaller:
         finish: Finished | None = None
         emit = self.emit
         paced = False
+        redactor = self.redactor
+        text_stream = StreamRedactor(redactor) if redactor else None
+        thought_stream = StreamRedactor(redactor) if redactor else None
         try:
             async for ev in stream:
                 if not paced:  # the reply began: if many runs woke together, let timers and I/O in first (run.fair)
@@ -238,14 +257,18 @@ class ModelCaller:
                 if type(ev) is TextDelta:
                     if ev.text:
                         text_parts.append(ev.text)
-                        streamed.append(ev.text)
-                        emit("text.delta", {"text": ev.text})
+                        shown = text_stream.feed(ev.text) if text_stream is not None else ev.text
+                        if shown:
+                            streamed.append(shown)
+                            emit("text.delta", {"text": shown})
                 elif type(ev) is ToolCallRequest:
                     calls.append(ev)
                 elif type(ev) is ThoughtDelta:
                     if ev.text:
                         thought_parts.append(ev.text)
-                        emit("text.thought", {"text": ev.text})
+                        shown = thought_stream.feed(ev.text) if thought_stream is not None else ev.text
+                        if shown:
+                            emit("text.thought", {"text": shown})
                     if ev.signature:
                         signature = ev.signature
                 elif type(ev) is UsageReport:
@@ -261,14 +284,28 @@ class ModelCaller:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
+        if thought_stream is not None:
+            rest = thought_stream.flush()
+            if rest:
+                emit("text.thought", {"text": rest})
+        if text_stream is not None:
+            rest = text_stream.flush()
+            if rest:
+                streamed.append(rest)
+                emit("text.delta", {"text": rest})
         content: list[dict[str, Any]] = []
         if thought_parts or signature:
-            block: dict[str, Any] = {"type": "thinking", "text": "".join(thought_parts)}
+            thought = "".join(thought_parts)
+            # a signed thinking block goes back to the provider exactly as it came (the signature covers it)
+            block: dict[str, Any] = {"type": "thinking",
+                                     "text": redactor.redact(thought) if redactor and not signature else thought}
             if signature:
                 block["signature"] = signature
             content.append(block)
         if text_parts:
             text = "".join(text_parts)
+            if redactor:
+                text = redactor.redact(text)
             content.append({"type": "text", "text": text})
             emit("text.end", {"text": text})
         step = self.state.step

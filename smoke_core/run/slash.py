@@ -60,8 +60,9 @@ class ChatHost(Protocol):
     def new_session(self) -> str:
         """Start a new, empty session (``/clear``); its id."""
 
-    async def compact(self) -> None:
-        """Summarise the conversation and go on from the summary (``/compact``)."""
+    async def compact(self, instructions: str = "") -> None:
+        """Summarise the conversation and go on from the summary (``/compact``;
+        ``instructions`` are what the person typed after it, for ``before_compaction``)."""
 
     def set_model(self, spec: str) -> None:
         """Go on with another model (``model`` or ``provider:model``), same session."""
@@ -128,7 +129,7 @@ def _clear(args: str, chat: ChatHost) -> None:
 
 
 async def _compact(args: str, chat: ChatHost) -> None:
-    await chat.compact()
+    await chat.compact(args.strip())
 
 
 def _model(args: str, chat: ChatHost) -> None:

@@ -75,6 +75,8 @@ class RunState:
     system: str | None = None
     #: set by a part of the run that wants the loop to stop after this step's results are recorded
     stop: AgentErrorInfo | None = None
+    #: how many times ``before_run_end`` made this run go on
+    continuations: int = 0
     #: nested AGENTS.md files already offered (or looked for) in this run
     offered_instructions: set[str] = field(default_factory=set)
     #: the typed output asked for (``run(..., output_type=...)``), a :class:`~smoke_core.run.output.OutputSpec`
@@ -127,3 +129,7 @@ class RunDeps:
     model_settings: dict[str, Any]
     max_tool_output_chars: int
     redactor: Redactor
+    #: called by a top-level run before its task is recorded, with whether the
+    #: session already holds messages: the ``session_start`` source when this
+    #: is the agent's first run (``startup``, ``resume``, ``clear``), else None
+    start_session: Callable[[bool], str | None] = lambda has_history: None

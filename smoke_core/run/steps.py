@@ -18,6 +18,7 @@ from ..base.messages import Message, user_message
 from .compaction import Compactor
 from .fair import starved, take_turn
 from .output import FINAL_RESULT
+from .run_hooks import compaction_allowed, continue_with, session_context
 from .state import Interrupted, RunDeps, RunFailed, RunState, ToolCallRejected
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ class StepLoop:
     cancelled: asyncio.Event
     parent: Any
     emit: Callable[[str, dict[str, Any]], None]
+    _hook_failed: Callable[[str, str, BaseException], None]
+    add_instructions: Callable[[str], bool]
 
     def _append(self, message: Message) -> None:
         self._st.messages.append(message)
@@ -59,6 +62,36 @@ class StepLoop:
             "[Instructions added during this task — follow them from now on]\n\n" + "\n\n".join(texts)
         ))
 
+    async def _compact(self, summarise: Any) -> bool:
+        """Compaction, unless a ``before_compaction`` hook blocks it."""
+        deps = self._deps
+        this = cast("CompactableRun", self)
+        if deps.hooks.has("before_compaction") and not await compaction_allowed(
+            deps.hooks, self, "auto", "", lambda info: self.emit(
+                "run.warning", {"error": info.to_dict(), "attempt": None, "retry_in_ms": None})):
+            return False
+        return await deps.compactor.maybe_compact(this, summarise)
+
+    async def _goes_on(self, text: str | None) -> bool:
+        """``before_run_end``: True when a hook's message was added and the loop goes on."""
+        deps = self._deps
+        if not deps.hooks.has("before_run_end"):
+            return False
+        st = self._st
+        message = await continue_with(deps.hooks, self, text, st.continuations, self._hook_failed)
+        if message is None:
+            return False
+        limit = deps.guards.stop_continuations
+        if st.continuations >= limit:
+            info = AgentErrorInfo.from_code(
+                "hook_blocked", f"a before_run_end hook asked this run to go on {st.continuations + 1} times; "
+                f"it ends now (Guards.stop_continuations={limit})", severity="warning")
+            self.emit("run.warning", {"error": info.to_dict(), "attempt": None, "retry_in_ms": None})
+            return False
+        st.continuations += 1
+        self._append(user_message(message))
+        return True
+
     async def _answer_overflow(self, info: AgentErrorInfo, run: CompactableRun) -> None:
         """The server said the prompt does not fit its context: believe its
         size from now on, compact the history, and let the step try once
@@ -69,6 +102,14 @@ class StepLoop:
             compactor.context_window = served
         self.emit("run.warning", {"error": info.model_copy(update={"severity": "warning"}).to_dict(),
                                   "attempt": None, "retry_in_ms": None})
+        deps = self._deps
+        if deps.hooks.has("before_compaction") and not await compaction_allowed(
+            deps.hooks, self, "auto", "", lambda warned: self.emit(
+                "run.warning", {"error": warned.to_dict(), "attempt": None, "retry_in_ms": None})):
+            raise RunFailed(info.model_copy(update={
+                "hint": "A before_compaction hook blocked the compaction this overflow needs. Serve a larger "
+                        "context (llama-server -c), or let compaction run.",
+            }))
         compact_now = getattr(compactor, "compact_now", None)
         if compact_now is not None:
             done = await compact_now(run, self._model.summarise, keep_recent=min(2, compactor.keep_recent))
@@ -153,12 +194,13 @@ class StepLoop:
             st.step += 1
             step = st.step
             emit("step.started", {"step": step})
-            if (not stock_compactor or compactor.due(this) is not None) and await compactor.maybe_compact(
-                this, model.summarise
-            ):
+            if (not stock_compactor or compactor.due(this) is not None) and await self._compact(model.summarise):
                 # instructions summarised away are given again after the summary
                 kept = str(st.messages)
                 st.pending_instructions = [t for t in st.instructions if t not in kept]
+                if top_level:
+                    for text in await session_context(deps.hooks, self, "compact", self._hook_failed):
+                        self.add_instructions(text)
             if st.pending_instructions:
                 self._flush_instructions()
             overflowed = False
@@ -236,7 +278,10 @@ class StepLoop:
             if not calls:
                 emit("step.ended", {"step": step, "tool_calls": 0, "finish_reason": finish_reason})
                 if st.output is None:
-                    return "".join(b["text"] for b in reply["content"] if b["type"] == "text")
+                    text = "".join(b["text"] for b in reply["content"] if b["type"] == "text")
+                    if await self._goes_on(text):
+                        continue
+                    return text
                 # a typed run ends only through final_result
                 stop = st.output.failed("the model answered in text instead of calling final_result")
                 if stop is not None:
@@ -256,6 +301,9 @@ class StepLoop:
             if st.stop is not None:
                 raise RunFailed(st.stop)
             if st.finish_summary is not None:
+                if await self._goes_on(st.finish_summary):
+                    st.finish_summary = None
+                    continue
                 return st.finish_summary
             if guards.hard_stop and st.failing_commands >= guards.hard_stop:
                 raise RunFailed(

@@ -33,6 +33,7 @@ from .event_bus import Emit
 from .output import FINAL_RESULT
 from .pauses import PauseBroker
 from .state import RunState
+from .tool_hooks import after_tool_call_hooks, permission_prompt_hooks
 
 Outcome = tuple[ToolResult, AgentErrorInfo | None, bool, dict[str, Any]]
 
@@ -137,7 +138,7 @@ class ToolExecutor:
                     state.stop = stop
         else:  # what _repeated_failure does for a success
             state.last_failure, state.same_failures = None, 0
-        await self._finish(call_id, name, tool_input, result, t0, blocked, error, presentation)
+        result = await self._finish(call_id, name, tool_input, result, t0, blocked, error, presentation)
         if kind is not None:  # no tool, or one that declares no kind: nothing to track
             self.track(result, kind)
         return {"type": "tool_result", "tool_call_id": call_id, "content": result.content, "is_error": result.is_error}
@@ -160,17 +161,13 @@ class ToolExecutor:
         blocked: bool,
         error: AgentErrorInfo | None,
         presentation: dict[str, Any],
-    ) -> None:
+    ) -> ToolResult:
         duration_ms = (time.perf_counter() - t0) * 1000
         if self.hooks.has("after_tool_call"):
-            await self.hooks.observe(
-                "after_tool_call",
-                {
-                    "tool_name": name, "input": tool_input, "tool_call_id": call_id, "result": result,
-                    "duration_ms": duration_ms, "blocked": blocked, "error": error, "run": self.hook_run,
-                },
-                self.on_hook_error,
-            )
+            result = await after_tool_call_hooks(self.hooks, {
+                "tool_name": name, "input": tool_input, "tool_call_id": call_id, "result": result,
+                "duration_ms": duration_ms, "blocked": blocked, "error": error, "run": self.hook_run,
+            }, self.on_hook_error)
         if result.presentation is not None:
             presentation = {**presentation, **result.presentation.model_dump(exclude_none=True)}
         self.emit(
@@ -186,6 +183,7 @@ class ToolExecutor:
                 **({"data": result.data} if result.data else {}),
             },
         )
+        return result
 
     # ------------------------------------------------------------ one call
 
@@ -217,6 +215,7 @@ class ToolExecutor:
         if problem:
             return fail("tool_invalid_input", problem)
 
+        hook_answer: tuple[str | None, str | None, str | None] = (None, None, None)  # decision, reason, rewriter
         if self.hooks.has("before_tool_call"):
             kwargs = {"tool_name": name, "input": tool_input, "tool_call_id": call_id, "run": self.hook_run}
             outcome = await self.hooks.chain("before_tool_call", kwargs, ("input",))
@@ -230,20 +229,23 @@ class ToolExecutor:
             elif outcome.status == "fail":  # before-hooks fail closed
                 return fail("hook_failed", f"call to {name} blocked: {outcome.reason}", blocked=True, plugin=outcome.plugin)
             else:
-                new_input = outcome.values["input"]
-                problem = tool.validate_input(new_input)
-                if problem:
-                    return fail(
-                        "hook_failed",
-                        f"before_tool_call in {outcome.plugin} rewrote the input into something invalid: {problem}",
-                        blocked=True, plugin=outcome.plugin,
-                    )
-                tool_input = new_input
+                if outcome.plugin is not None:  # rewritten
+                    new_input = outcome.values["input"]
+                    problem = tool.validate_input(new_input)
+                    if problem:
+                        return fail(
+                            "hook_failed",
+                            f"before_tool_call in {outcome.plugin} rewrote the input into something invalid: {problem}",
+                            blocked=True, plugin=outcome.plugin,
+                        )
+                    tool_input = new_input
+                hook_answer = (outcome.permission, outcome.permission_reason and
+                               f"{outcome.permission_plugin}: {outcome.permission_reason}", outcome.plugin)
 
         read_only = tool.read_only
         permission_value = tool.permission_value(tool_input) if tool.permission_key is not None else None
         allows_plainly = self._allows_plainly
-        if (allows_plainly is not None and read_only and permission_value is None
+        if (allows_plainly is not None and read_only and permission_value is None and hook_answer[0] is None
                 and allows_plainly(tool_input)):
             granted: frozenset[str] = frozenset()  # what gate.decide would say, without building the request
         else:
@@ -252,7 +254,11 @@ class ToolExecutor:
                 scope=f"mcp:{name.split('__', 1)[0]}" if tool.group == "mcp" and "__" in name else name,
                 tool_kind=kind, permission_value=permission_value,
                 destructive=tool.annotations.destructive_hint,
+                hook_decision=hook_answer[0], hook_reason=hook_answer[1], rewritten_by=hook_answer[2],
             )
+            refused = self.gate.input_problem(request)  # inputs that reach a shell: refused before anyone is asked
+            if refused:
+                return fail("tool_invalid_input", refused)
             grants: set[str] = set()
             if not await self.request_permission(request, presentation=self.presentation(tool, name), grants=grants):
                 message = f"permission denied: the call to {name} was not approved"
@@ -326,22 +332,32 @@ class ToolExecutor:
     # ------------------------------------------------------------ permission
 
     async def request_permission(
-        self, request: PermissionRequest, *, presentation: dict[str, Any] | None, grants: set[str] | None = None
+        self, request: PermissionRequest, *, presentation: dict[str, Any] | None, grants: set[str] | None = None,
+        person: bool = False,
     ) -> bool:
         """Ask the gate and, when it says *ask*, a person (``permission.required``).
-        What the person grants beyond the settings (``allow_network``) is added to ``grants``."""
+        What the person grants beyond the settings (``allow_network``) is added to ``grants``.
+        ``person``: an *allow* of the gate asks a person instead (only their answer allows)."""
         gate = self.gate
         try:
             decision = await gate.decide(request)
         except Exception as exc:
             request.reason = f"the permission callable raised {type(exc).__name__}: {exc}"
             return False
+        if person and decision == "allow":
+            decision = "ask"
         if decision == "allow":
             return True
         if decision == "deny":
             return False
-        suggested = gate.rule_for(request) if request.kind == "tool" else None
-        suggested_user = gate.rule_for(request, absolute=True) if request.kind == "tool" else None
+        if request.kind == "tool" and self.hooks.has("before_permission_prompt"):
+            by_hook = await permission_prompt_hooks(self.hooks, gate, request, self.hook_run, self.on_hook_error)
+            if by_hook is not None:
+                return by_hook
+        if request.rewritten_by:
+            request.reason = "; ".join(filter(None, [request.reason, f"the input was rewritten by {request.rewritten_by}"]))
+        rules = gate.rules_for(request) if request.kind == "tool" else []
+        rules_user = gate.rules_for(request, absolute=True) if request.kind == "tool" else []
         self.emit(
             "permission.required",
             {
@@ -352,8 +368,11 @@ class ToolExecutor:
                 "reason": request.reason,
                 "presentation": presentation,
                 "tool_kind": request.tool_kind,
-                "suggested_rule": suggested,
-                "suggested_rule_user": suggested_user,
+                "suggested_rule": ", ".join(rules) or None,
+                "suggested_rule_user": ", ".join(rules_user) or None,
+                "suggested_rules": rules,
+                "suggested_rules_user": rules_user,
+                "commands": request.commands,
             },
         )
         answer = await self.pauses.wait(request.tool_call_id)

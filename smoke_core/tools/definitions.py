@@ -78,10 +78,34 @@ _MCP_HINTS = {
 }
 
 
+class ClaudeDialect(BaseModel):
+    """How a tool looks to hooks written for Claude Code (and Codex): the
+    name they match (``Bash``, ``Write``...) and which Claude input field
+    carries which of this tool's fields. A command hook configured from a
+    Claude or Codex file sees this shape, and what it returns
+    (``updatedInput``) is mapped back before validation.
+
+    ``input`` maps a Claude field to this tool's field (``{"file_path":
+    "path"}``); fields of the tool that are not mapped are not shown to
+    such a hook and keep their value when it rewrites the input. ``paths``
+    names the Claude fields that hold a workspace path: absolute in Claude's
+    shape, relative to the workspace again on the way back. ``aliases`` are
+    other names matchers may use (``Agent`` for ``Task``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    input: dict[str, str] = Field(default_factory=dict)
+    paths: list[str] = Field(default_factory=list)
+    aliases: list[str] = Field(default_factory=list)
+
+
 class ToolAnnotations(BaseModel):
     """Declared effects of a tool (MCP-compatible, snake_case; MCP's camelCase
     names are accepted). Only these decide whether a call needs approval: a
-    tool without ``read_only_hint=True`` is treated as mutating and asks."""
+    tool without ``read_only_hint=True`` is treated as mutating and asks.
+    ``claude`` says how the tool looks to command hooks written for Claude
+    Code (:class:`ClaudeDialect`); any tool may declare it."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -91,6 +115,7 @@ class ToolAnnotations(BaseModel):
     idempotent_hint: bool | None = None
     open_world_hint: bool | None = None
     kind: ToolKind | None = None
+    claude: ClaudeDialect | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -9,6 +9,7 @@ workspace's ``.smoke/sessions.db`` (the same file ``smoke run --session`` and
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import logging
@@ -79,6 +80,7 @@ class SmokeACPAgent:
         self.client_caps: Any = None
         self.sessions: dict[str, ACPSession] = {}
         self._stores: dict[Path, Any] = {}
+        self._pending: set[asyncio.Task[Any]] = set()
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -121,6 +123,7 @@ class SmokeACPAgent:
         from smoke_core.plugin import new_session_id
 
         session = await self._open(cwd, new_session_id(), mcp_servers, additional_directories)
+        self._after_response(session.send_commands())
         return NewSessionResponse(session_id=session.session_id, modes=session.mode_state(),
                                   config_options=session.config_options())
 
@@ -133,6 +136,7 @@ class SmokeACPAgent:
                             f"session/list (or `smoke sessions`) lists them")
         session = await self._open(cwd, session_id, mcp_servers, additional_directories)
         await session.replay(messages)
+        self._after_response(session.send_commands())
         return LoadSessionResponse(modes=session.mode_state(), config_options=session.config_options())
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
@@ -208,6 +212,12 @@ class SmokeACPAgent:
         self.sessions[session_id] = session
         return session
 
+    def _after_response(self, coro: Any) -> None:
+        """Run ``coro`` once the current request is answered (a session's updates follow its creation)."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
     def _session(self, session_id: str) -> ACPSession:
         session = self.sessions.get(session_id)
         if session is None:
@@ -251,6 +261,8 @@ class SmokeACPAgent:
 
     async def shutdown(self) -> None:
         """Abort every run, close every agent (MCP servers stop) and store."""
+        for task in list(self._pending):
+            task.cancel()
         sessions, self.sessions = list(self.sessions.values()), {}
         for session in sessions:
             await session.aclose()

@@ -185,6 +185,19 @@ class ACPSession:
         except (ConnectionError, OSError) as exc:
             log.info("smoke acp: update not delivered (%s)", exc)
 
+    async def send_commands(self) -> None:
+        """The slash commands plugins offer for this session (``available_commands_update``)."""
+        from ._commands import available
+
+        assert self.agent is not None
+        try:
+            update = available(self.agent)
+        except Exception as exc:  # a plugin's commands must not break the session
+            log.warning("smoke acp: could not list slash commands: %s", exc)
+            return
+        if update.available_commands:
+            await self.send(update)
+
     async def send_mode(self) -> None:
         await self.send(CurrentModeUpdate(session_update="current_mode_update", current_mode_id=self.mode))
 
@@ -224,6 +237,14 @@ class ACPSession:
         if self.running is not None:
             raise RequestError(-32600, "a prompt is already running in this session; cancel it (session/cancel) "
                                       "or wait for it")
+        from ._commands import expand
+
+        expanded, said = await expand(self.agent, self.session_id, parts)
+        for text in said:
+            await self.send(U.message_chunk(text + "\n"))
+        if expanded is None:  # a slash command that sent nothing to the model
+            return "end_turn"
+        parts = expanded
         self.cancel_requested = False
         self._streamed.clear()
         loop = asyncio.get_running_loop()
@@ -274,7 +295,20 @@ class ACPSession:
             return contextlib.nullcontext()
         from ._files import ClientFiles
 
-        return editor_files(ClientFiles(self.conn, self.session_id, loop, read=read, write=write))
+        agent = self.agent
+        try:
+            from smoke_tools_terminal import background_running
+        except ImportError:  # no terminal tools: no background command can race the editor
+
+            def background_running(options: Any = None) -> bool:
+                return False
+
+        def busy() -> bool:
+            return background_running(agent.options if agent is not None else None)
+
+        root = agent.workspace.root if agent is not None else Path(self.cwd)
+        return editor_files(ClientFiles(self.conn, self.session_id, loop, read=read, write=write, root=root,
+                                        busy=busy))
 
     def cancel(self) -> None:
         self.cancel_requested = True
@@ -451,16 +485,18 @@ class ACPSession:
             elif choice == "allow_always" and rule:
                 written = agent.resolve_permission(smoke_id, "allow_always",
                                                    remember="local" if self.trusted else "user")
-                if written is not None:
-                    await self.send(U.message_chunk(f"\n\n→ always allowed: rule {written.text} written to "
-                                                    f"{written.origin}\n\n"))
+                if written:
+                    texts = ", ".join(r.text for r in written)
+                    await self.send(U.message_chunk(f"\n\n→ always allowed: rule{'s' if len(written) > 1 else ''} "
+                                                    f"{texts} written to {written[0].origin}\n\n"))
             elif choice == "reject_always" and rule:
                 # deny rules apply even from a folder that is not trusted: the local file always counts
                 denied = agent.resolve_permission(smoke_id, "deny_always", remember="local")
                 self.denied_rules.add(rule)
-                if denied is not None:
-                    await self.send(U.message_chunk(f"\n\n→ always rejected: deny rule {denied.text} written to "
-                                                    f"{denied.origin}\n\n"))
+                if denied:
+                    texts = ", ".join(r.text for r in denied)
+                    await self.send(U.message_chunk(f"\n\n→ always rejected: deny rule{'s' if len(denied) > 1 else ''} "
+                                                    f"{texts} written to {denied[0].origin}\n\n"))
             else:
                 agent.resolve_permission(smoke_id, "deny")
         except (ValueError, OSError) as exc:
@@ -470,8 +506,56 @@ class ACPSession:
             await self.send(U.message_chunk(f"\n\n⚠ could not remember that answer ({exc}); applied to this call "
                                             f"only\n\n"))
 
+    async def _ask_form(self, d: dict[str, Any]) -> None:
+        """A form (an MCP server's elicitation): ACP's ``elicitation/create``
+        when the editor says it can show forms (client capability
+        ``elicitation.form``), else declined with a line saying why. The answer
+        is checked against the form (defaults applied); one that does not fit
+        declines, with what was wrong."""
+        assert self.agent is not None
+        from acp.schema import (
+            AcceptElicitationResponse,
+            ElicitationFormSessionMode,
+            ElicitationSchema,
+        )
+
+        from smoke_core.plugin import FormError
+
+        smoke_id = str(d["tool_call_id"])
+        question = visible(str(d.get("question", "")))
+        caps = getattr(self.client_caps, "elicitation", None)
+        if getattr(caps, "form", None) is None:
+            await self.send(U.message_chunk(f"\n\n⚠ {question} — this asks for a form, and your editor cannot show "
+                                            f"forms (no elicitation capability): declined\n\n"))
+            self.agent.respond_form(smoke_id, None)
+            return
+        try:
+            schema = ElicitationSchema.model_validate(d["form"])
+            response = await self.conn.create_elicitation(
+                message=question, mode=ElicitationFormSessionMode(session_id=self.session_id, requested_schema=schema))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("smoke acp: the form could not be shown (%s); declined", exc)
+            await self.send(U.message_chunk(f"\n\n⚠ {question} — the form could not be shown in your editor "
+                                            f"({type(exc).__name__}): declined\n\n"))
+            self.agent.respond_form(smoke_id, None)
+            return
+        if not isinstance(response, AcceptElicitationResponse):
+            self.agent.respond_form(smoke_id, None)
+            return
+        try:
+            self.agent.respond_form(smoke_id, dict(response.content or {}))
+        except FormError as exc:
+            await self.send(U.message_chunk(f"\n\n⚠ the answer to {question!r} does not fit the form ({exc}): "
+                                            f"declined\n\n"))
+            self.agent.respond_form(smoke_id, None)
+
     async def _ask_question(self, d: dict[str, Any]) -> None:
         assert self.agent is not None
+        if d.get("form") is not None:
+            await self._ask_form(d)
+            return
         smoke_id = str(d["tool_call_id"])
         question = str(d.get("question", ""))
         options = [str(o) for o in d.get("options") or []]

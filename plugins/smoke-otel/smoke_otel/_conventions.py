@@ -81,6 +81,13 @@ RETRY_ATTEMPT = "smoke.retry.attempt"
 RETRY_DELAY_MS = "smoke.retry.delay_ms"
 ERROR_MESSAGE = "smoke.error.message"
 PERMISSION_DECISION = "smoke.permission.decision"
+#: command hooks (plugin smoke-hooks): one ``execute_hook {event}`` span per hook run
+OP_EXECUTE_HOOK = "execute_hook"
+HOOK_EVENT = "smoke.hook.event"
+HOOK_SOURCE = "smoke.hook.source"
+HOOK_COMMAND = "smoke.hook.command"
+HOOK_DECISION = "smoke.hook.decision"
+HOOK_EXIT_CODE = "smoke.hook.exit_code"
 
 # ---------------------------------------------------------------- metrics
 METRIC_TOKEN_USAGE = "gen_ai.client.token.usage"

@@ -34,7 +34,7 @@ log = logging.getLogger("smoke")
 
 #: events the plugin listens to (run.warning: retries and warnings; step.ended:
 #: the finish reason; permission.*: approvals on the tool span)
-EVENTS = ("run.warning", "step.ended", "permission.required", "permission.resolved")
+EVENTS = ("run.warning", "step.ended", "permission.required", "permission.resolved", "hook.completed")
 
 _configured = False
 _configure_lock = threading.Lock()
@@ -556,6 +556,8 @@ class OtelPlugin:
                 self._finish_chat(rt, chat, data.get("finish_reason"))
         elif kind == "run.warning":
             self._on_warning(rt, data)
+        elif kind == "hook.completed":
+            self._on_hook(rt, event)
         else:
             call_id = str(data.get("tool_call_id") or "")
             tool = rt.tools.get(call_id)
@@ -567,6 +569,32 @@ class OtelPlugin:
                 })
             elif kind == "permission.resolved":
                 target.add_event(c.EVENT_PERMISSION_RESOLVED, {c.PERMISSION_DECISION: str(data.get("decision"))})
+
+    def _on_hook(self, rt: _Run, event: Event) -> None:
+        """A command hook's run (hook.completed): a span that ended when the event came, as long as it took,
+        under the tool call's span when that is open, else under the run's."""
+        tel = self._telemetry
+        assert tel is not None
+        data = event.data
+        tool = rt.tools.get(str(data.get("tool_call_id") or ""))
+        parent = tel.set_span_in_context(tool.span if tool is not None else rt.span)
+        end = int(event.timestamp * 1_000_000_000)
+        start = end - int(float(data.get("duration_ms") or 0) * 1_000_000)
+        hook_event = str(data.get("hook_event") or "hook")
+        attrs: dict[str, Any] = {
+            c.OPERATION_NAME: c.OP_EXECUTE_HOOK, c.HOOK_EVENT: hook_event,
+            c.HOOK_SOURCE: rt.redactor.redact(str(data.get("hook") or "")),
+            c.HOOK_COMMAND: rt.redactor.redact(str(data.get("command") or "")),
+            c.HOOK_DECISION: str(data.get("decision") or "none"),
+        }
+        if isinstance(data.get("exit_code"), int):
+            attrs[c.HOOK_EXIT_CODE] = data["exit_code"]
+        if data.get("error"):
+            attrs[c.ERROR_TYPE] = "hook_failed"
+        span = tel.start_span(f"execute_hook {hook_event}", parent, tel.INTERNAL, attrs, start)
+        if data.get("error"):
+            span.set_status(tel.ERROR, rt.redactor.redact(str(data["error"])))
+        span.end(end_time=end)
 
     def _on_warning(self, rt: _Run, data: dict[str, Any]) -> None:
         tel = self._telemetry

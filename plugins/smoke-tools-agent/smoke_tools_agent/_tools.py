@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from smoke_core.plugin import (
+    ClaudeDialect,
     ToolAnnotations,
     ToolContext,
     ToolDefinition,
@@ -146,7 +147,8 @@ def build_tools() -> list[ToolDefinition]:
                 "required": ["todos"],
                 "additionalProperties": False,
             },
-            annotations=ToolAnnotations(title="Todo list", read_only_hint=True, kind="think"),
+            annotations=ToolAnnotations(title="Todo list", read_only_hint=True, kind="think",
+                                        claude=ClaudeDialect(name="TodoWrite", input={"todos": "todos"})),
             presentation=ToolPresentation(label="Todo list", icon="📝", tone="info", group="agent"),
             execute=todo_write,
             blocking=False,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from smoke_core.plugin import ToolAnnotations, ToolDefinition, ToolPresentation
+from smoke_core.plugin import ClaudeDialect, ToolAnnotations, ToolDefinition, ToolPresentation
 
 from ._patch import apply_patch
 from ._read import list_directory, read_file
@@ -17,6 +17,11 @@ _PATH = {"type": "string", "description": "Workspace-relative."}
 
 def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def _claude(name: str, **fields: str) -> ClaudeDialect:
+    """How a file tool looks to Claude Code's hooks: ``file_path`` (absolute there) is ``path``."""
+    return ClaudeDialect(name=name, input={"file_path": "path", **fields}, paths=["file_path"])
 
 
 def _presentation(label: str, icon: str, tone: str = "info") -> ToolPresentation:
@@ -39,7 +44,7 @@ def build_tools() -> list[ToolDefinition]:
                 },
                 ["path"],
             ),
-            annotations=ToolAnnotations(title="Read file", read_only_hint=True, kind="read"),
+            annotations=ToolAnnotations(title="Read file", read_only_hint=True, kind="read", claude=_claude("Read", offset="start_line")),
             permission_key="path",
             presentation=_presentation("Read file", "📄"),
             execute=read_file,
@@ -74,7 +79,8 @@ def build_tools() -> list[ToolDefinition]:
                 {"path": _PATH, "content": {"type": "string"}},
                 ["path", "content"],
             ),
-            annotations=ToolAnnotations(title="Write file", read_only_hint=False, destructive_hint=True, kind="edit"),
+            annotations=ToolAnnotations(title="Write file", read_only_hint=False, destructive_hint=True, kind="edit",
+                                        claude=_claude("Write", content="content")),
             permission_key="path",
             presentation=_presentation("Write file", "✍️", "warning"),
             execute=write_file,
@@ -95,7 +101,8 @@ def build_tools() -> list[ToolDefinition]:
                 },
                 ["path", "old_string", "new_string"],
             ),
-            annotations=ToolAnnotations(title="Edit file", read_only_hint=False, kind="edit"),
+            annotations=ToolAnnotations(title="Edit file", read_only_hint=False, kind="edit", claude=_claude(
+                "Edit", old_string="old_string", new_string="new_string", replace_all="replace_all")),
             permission_key="path",
             presentation=_presentation("Edit file", "📝", "warning"),
             execute=edit_file,
@@ -111,7 +118,9 @@ def build_tools() -> list[ToolDefinition]:
                 {"patch": {"type": "string"}},
                 ["patch"],
             ),
-            annotations=ToolAnnotations(title="Apply patch", read_only_hint=False, kind="edit"),
+            # Codex names its patch tool apply_patch and hands hooks the patch as `command`
+            annotations=ToolAnnotations(title="Apply patch", read_only_hint=False, kind="edit",
+                                        claude=ClaudeDialect(name="apply_patch", input={"command": "patch"})),
             presentation=_presentation("Apply patch", "🩹", "warning"),
             execute=apply_patch,
             group=GROUP,

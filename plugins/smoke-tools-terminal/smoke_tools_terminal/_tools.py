@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from smoke_core import sandbox
 from smoke_core.plugin import (
     AgentErrorInfo,
+    ClaudeDialect,
     ToolAnnotations,
     ToolContext,
     ToolDefinition,
@@ -522,6 +523,8 @@ def build_tools() -> list[ToolDefinition]:
                 destructive_hint=True,
                 open_world_hint=True,
                 kind="execute",
+                claude=ClaudeDialect(name="Bash", input={"command": "command", "timeout": "timeout_ms",
+                                                         "run_in_background": "background"}),
             ),
             permission_key="command",
             presentation=ToolPresentation(

@@ -11,7 +11,10 @@ Wire protocol (all under ``/api``, every call needs the server's token in the
   (tool presentations, current session, status); then every agent event as
   ``{type, session_id, run_id, timestamp, data}`` with a sequence number as
   the SSE ``id`` (``Last-Event-ID`` / ``?since=`` replays what was missed).
-- ``POST /api/runs`` ``{task, session_id?}`` starts a run in the background.
+- ``POST /api/runs`` ``{task, session_id?}`` starts a run in the background. A
+  task ``/name args`` runs that slash command first (:mod:`smoke_ui.commands`):
+  the text it returns is the task; one that returns nothing answers
+  ``{status: "said", said: [...]}``. ``GET /api/commands`` lists them.
 - ``POST /api/permissions/{tool_call_id}`` ``{decision}``, ``POST
   /api/questions/{tool_call_id}`` ``{text}``, ``POST /api/abort`` answer the run.
   ``{decision: "allow_always", remember: "local"|"user", rule}`` allows the
@@ -51,6 +54,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+
+from smoke_core.display import marked_table
 
 from .approvals import SCOPES, always_offer
 from .render import edit_preview, highlight_css, markdown_html
@@ -284,6 +289,13 @@ class UIState:
             if t in ("text.end", "run.completed") and isinstance(data.get("text"), str):
                 html = markdown_html(data["text"])
                 return {"html": html} if html else None
+            if t == "ask_user.required" and data.get("form") is not None:
+                from smoke_core.plugin import FormError, form_fields
+
+                try:
+                    return {"fields": [f.to_dict() for f in form_fields(data["form"])]}
+                except FormError as exc:
+                    return {"form_problem": str(exc)}
             if t == "permission.required" and data.get("kind", "tool") == "tool":
                 agent = self._running
                 extras: dict[str, Any] = {}
@@ -352,8 +364,10 @@ class UIState:
         except ValueError as exc:  # answered meanwhile, or not a tool call
             raise UIError(409, f"could not allow always: {exc}") from exc
         self._answered.add(tool_call_id)
-        text = getattr(written, "text", None) or rule
-        result = {"rule": text, "file": str(getattr(written, "origin", None) or choice["file"]), "scope": remember}
+        rules = list(written or [])
+        text = ", ".join(r.text for r in rules) or rule  # the rules written, as the card showed them
+        origin = rules[0].origin if rules else None
+        result = {"rule": text, "file": str(origin or choice["file"]), "scope": remember}
         if text != rule:  # never expected (a test pins the derivation); say so rather than hide it
             log.warning("smoke-ui: the rule written (%r) differs from the rule shown (%r)", text, rule)
             result["shown"] = rule
@@ -364,6 +378,19 @@ class UIState:
         if tool_call_id not in self.pending_questions or self._running is None:
             raise UIError(404, f"no question is pending for {tool_call_id!r} (already answered, or the run ended)")
         self._running.respond(tool_call_id, text)
+
+    def respond_form(self, tool_call_id: str, values: dict[str, Any] | None) -> None:
+        """The answer to a form question: ``values`` (checked against the form) or None to decline."""
+        from smoke_core.plugin import FormError
+
+        if tool_call_id not in self.pending_questions or self._running is None:
+            raise UIError(404, f"no question is pending for {tool_call_id!r} (already answered, or the run ended)")
+        if self.pending_questions[tool_call_id].get("form") is None:
+            raise UIError(400, "this question takes a text answer, not a form")
+        try:
+            self._running.respond_form(tool_call_id, values)
+        except FormError as exc:
+            raise UIError(400, f"the answer does not fit the form: {exc}") from None
 
     def abort(self) -> bool:
         if self._running is None:
@@ -685,6 +712,8 @@ def create_app(
         page = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
         page = page.replace("{{TOKEN}}", html.escape(state.token, quote=True))
         page = page.replace("{{TITLE}}", html.escape(state.title))
+        # the characters every front end marks (smoke_core.display.MARKED): the page marks the same ones
+        page = page.replace("{{MARKS}}", html.escape(json.dumps(marked_table(), separators=(",", ":")), quote=True))
         return HTMLResponse(
             page,
             headers={
@@ -763,6 +792,7 @@ def create_app(
         )
 
     async def post_run(request: Request) -> Response:
+        said: list[str] = []
         try:
             body = await json_body(request)
             task = body.get("task")
@@ -771,10 +801,49 @@ def create_app(
             session_id = body.get("session_id")
             if session_id is not None and (not isinstance(session_id, str) or not _SESSION_ID.match(session_id)):
                 raise UIError(400, "session_id must be 1-128 characters of letters, digits, '_', '-', '.', ':'")
+            if task.startswith("/") and not task.startswith("//"):
+                sent, session_id, said = await slash(task.strip(), session_id)
+                if sent is None:
+                    return JSONResponse({"session_id": session_id, "status": "said", "said": said})
+                task = sent
+            elif task.startswith("//"):
+                task = task[1:]
             sid = await state.start_run(task, session_id)
         except UIError as exc:
             return fail(exc)
-        return JSONResponse({"session_id": sid, "status": "running"}, status_code=202)
+        return JSONResponse({"session_id": sid, "status": "running", "said": said}, status_code=202)
+
+    async def slash(line: str, session_id: str | None) -> tuple[str | None, str, list[str]]:
+        """Run a slash command (smoke_ui.commands): the task it sends (None: none), the session, what it said."""
+        from .commands import run_command
+
+        if state.running:
+            raise UIError(409, "a run is in progress: wait for it to end or stop it first")
+        sid = session_id or state.session_id
+        try:
+            agent = state.agent_for(sid)
+        except Exception as exc:
+            raise UIError(500, f"could not create the agent: {type(exc).__name__}: {exc}") from exc
+        try:
+            result, chat = await run_command(state, agent, sid, line)
+        except LookupError as exc:
+            raise UIError(400, str(exc)) from None
+        except RuntimeError as exc:
+            raise UIError(422, str(exc)) from None
+        if result is None:
+            return None, chat.session_id, chat.said
+        if isinstance(result, list):
+            result = "\n".join(p for p in result if isinstance(p, str))
+        return str(result), chat.session_id, chat.said
+
+    async def list_commands(request: Request) -> Response:
+        from .commands import commands_of, describe
+
+        try:
+            agent = state.agent_for(state.session_id)
+        except Exception as exc:
+            return JSONResponse({"error": f"could not create the agent: {type(exc).__name__}: {exc}"}, 500)
+        return JSONResponse({"commands": describe(commands_of(agent))})
 
     async def post_permission(request: Request) -> Response:
         try:
@@ -796,6 +865,12 @@ def create_app(
     async def post_question(request: Request) -> Response:
         try:
             body = await json_body(request)
+            if "values" in body:  # a form: an object of field values, or null to decline
+                values = body["values"]
+                if values is not None and not isinstance(values, dict):
+                    raise UIError(400, "values must be an object of field values, or null to decline the form")
+                state.respond_form(request.path_params["tool_call_id"], values)
+                return JSONResponse({"ok": True})
             text = body.get("text")
             if not isinstance(text, str):
                 raise UIError(400, "text must be a string (the answer to the question)")
@@ -867,6 +942,7 @@ def create_app(
         Route("/api/state", get_state),
         Route("/api/events", events),
         Route("/api/runs", post_run, methods=["POST"]),
+        Route("/api/commands", list_commands, methods=["GET"]),
         Route("/api/permissions/{tool_call_id:str}", post_permission, methods=["POST"]),
         Route("/api/questions/{tool_call_id:str}", post_question, methods=["POST"]),
         Route("/api/abort", post_abort, methods=["POST"]),

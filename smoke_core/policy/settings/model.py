@@ -132,6 +132,10 @@ class Settings(BaseModel):
     managed_rules_only: StrictBool | None = Field(None, json_schema_extra=_policy(
         "true or false", layers=("managed",),
         description="only managed allow rules apply (deny / ask rules from every layer still do)"))
+    control_files: list[StrictStr] | None = Field(None, json_schema_extra=_policy(
+        "a list of workspace paths or globs such as 'deploy/**'", layers=("managed",),
+        description="more control files: a file tool's write to one always asks a person "
+                    "(docs/security.md, Control files)"))
     # the model call (issue 32): `smoke run` flags of the same names
     tool_calls: Literal["native", "inline", "constrained", "auto"] | None = Field(None, json_schema_extra=_policy(
         "one of native, inline, constrained, auto", untrusted="yes",
@@ -157,6 +161,14 @@ class Settings(BaseModel):
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and not re.match(r"^https?://[^\s/]+", value):
             raise ValueError("must be an http:// or https:// URL")
+        return value
+
+    @field_validator("control_files")
+    @classmethod
+    def _workspace_globs(cls, value: list[str] | None) -> list[str] | None:
+        for item in value or ():
+            if not item.strip() or item.strip().startswith(("~", "../")) or "/../" in item:
+                raise ValueError(f"{item!r} is not a path inside the workspace (write e.g. 'deploy/**' or '*.tf')")
         return value
 
     @field_validator("provider", "model")

@@ -38,9 +38,10 @@ class SettingSpec:
 
 
 
-#: Names a plugin key may not take: core settings and ``create_agent``'s own arguments.
+#: Names a plugin key may not take: core settings and ``create_agent``'s own arguments (``hooks``
+#: is the exception: its command-hook part is the settings key ``hooks`` of plugin smoke-hooks).
 RESERVED_KEYS = frozenset({
-    *SETTING_KEYS, "workspace_path", "api_key", "tools", "hooks", "plugins", "system_prompt", "session_id",
+    *SETTING_KEYS, "workspace_path", "api_key", "tools", "plugins", "system_prompt", "session_id",
     "store", "user_id", "retry", "guards", "context_window", "model_settings", "max_tool_output_chars",
     "autoload_plugins", "provider_options", "trust_workspace", "setting_sources", "settings_origin",
 })

@@ -124,13 +124,28 @@
   // ------------------------------------------------------------ visible text
 
   // Characters that display as nothing, or change how other text displays
-  // (terminal escapes, carriage returns, bidi overrides, zero-width and tag
-  // characters): each becomes a visible mark with an explanation on hover.
+  // (terminal escapes, carriage returns, bidi overrides, zero-width, blank and
+  // tag characters, variation selectors, look-alikes of shell syntax): each
+  // becomes a visible mark with an explanation on hover. The table is
+  // smoke_core.display's (MARKED), sent with the page: every front end marks
+  // the same characters.
+  const MARKS = (function () {
+    const meta = document.querySelector('meta[name="smoke-marks"]');
+    try {
+      const table = JSON.parse(meta ? meta.content : "[]");
+      return Array.isArray(table) ? table : [];
+    } catch (e) {
+      return [];
+    }
+  })();
+  const codeClass = (cp) => "\\u{" + cp.toString(16) + "}";
+  const TABLE_SRC = MARKS.map((m) => (m.first === m.last ? codeClass(m.first) : codeClass(m.first) + "-" + codeClass(m.last))).join("");
   const SPECIAL_SRC =
     "\\x1b(?:\\[[0-?]*[ -/]*[@-~]|\\][^\\x07\\x1b\\n]{0,256}(?:\\x07|\\x1b\\\\)?|[^\\n])?" +
-    "|[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u00ad\\u061c\\u115f\\u1160\\u180e\\u200b-\\u200f\\u2028-\\u202e" +
-    "\\u2060-\\u2064\\u2066-\\u2069\\u3164\\ufeff\\u{e0000}-\\u{e007f}]";
+    "|[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f" + TABLE_SRC + "\\p{Cf}\\p{Co}\\p{Cn}\\p{Cs}\\p{Zl}\\p{Zp}]";
   const ODD_SPACE_SRC = "[\\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000]";
+  const EMOJI_SELECTOR = /^[\ufe0e\ufe0f]$/u;
+  const SYMBOL = /^\p{So}$/u;
   const PATTERNS = {
     // approvals, questions, inputs: every whitespace run and tab is shown
     strict: new RegExp(SPECIAL_SRC + "|[ \\t]{2,}|\\t|" + ODD_SPACE_SRC, "gu"),
@@ -154,20 +169,10 @@
     0x0d: ["\\r", "CR (carriage return): a terminal goes back to the start of the line and what follows overwrites it"],
     0x7f: ["\\x7f", "DEL"], 0x85: ["\\x85", "NEL (C1 next line)"], 0x9b: ["\\x9b", "CSI (C1 control sequence introducer): a terminal escape"],
   };
-  const UNICODE = {
-    0x00a0: "NO-BREAK SPACE", 0x00ad: "SOFT HYPHEN (invisible)", 0x061c: "ARABIC LETTER MARK (bidi)",
-    0x115f: "HANGUL CHOSEONG FILLER (invisible)", 0x1160: "HANGUL JUNGSEONG FILLER (invisible)",
-    0x180e: "MONGOLIAN VOWEL SEPARATOR (invisible)", 0x200b: "ZERO WIDTH SPACE", 0x200c: "ZERO WIDTH NON-JOINER",
-    0x200d: "ZERO WIDTH JOINER", 0x200e: "LEFT-TO-RIGHT MARK (bidi)", 0x200f: "RIGHT-TO-LEFT MARK (bidi)",
-    0x2028: "LINE SEPARATOR", 0x2029: "PARAGRAPH SEPARATOR", 0x202a: "LEFT-TO-RIGHT EMBEDDING (bidi)",
-    0x202b: "RIGHT-TO-LEFT EMBEDDING (bidi)", 0x202c: "POP DIRECTIONAL FORMATTING (bidi)",
-    0x202d: "LEFT-TO-RIGHT OVERRIDE (bidi): the text after it is displayed reordered",
-    0x202e: "RIGHT-TO-LEFT OVERRIDE (bidi): the text after it is displayed reversed",
-    0x2060: "WORD JOINER (invisible)", 0x2061: "FUNCTION APPLICATION (invisible)", 0x2062: "INVISIBLE TIMES",
-    0x2063: "INVISIBLE SEPARATOR", 0x2064: "INVISIBLE PLUS", 0x2066: "LEFT-TO-RIGHT ISOLATE (bidi)",
-    0x2067: "RIGHT-TO-LEFT ISOLATE (bidi)", 0x2068: "FIRST STRONG ISOLATE (bidi)", 0x2069: "POP DIRECTIONAL ISOLATE (bidi)",
-    0x3164: "HANGUL FILLER (invisible)", 0xfeff: "ZERO WIDTH NO-BREAK SPACE / BOM (invisible)",
-  };
+  function tableEntry(cp) {
+    for (const m of MARKS) if (cp >= m.first && cp <= m.last) return m;
+    return null;
+  }
 
   function hex(cp, width) {
     return cp.toString(16).toUpperCase().padStart(width, "0");
@@ -205,9 +210,10 @@
       if (known) return [known[0], "U+" + hex(cp, 4) + " " + known[1], "control"];
       return ["\\x" + hex(cp, 2).toLowerCase(), "U+" + hex(cp, 4) + " control character", "control"];
     }
-    const name = UNICODE[cp] || "invisible or formatting character";
-    const kind = /bidi/.test(name) ? "bidi" : /SPACE$/.test(name) && cp !== 0x200b && cp !== 0xfeff ? "space" : "invisible";
-    return ["⟨U+" + hex(cp, 4) + "⟩", "U+" + hex(cp, 4) + " " + name, kind];
+    const entry = tableEntry(cp);
+    const name = entry ? entry.name : "invisible or formatting character";
+    const kind = entry ? entry.kind : "invisible";
+    return ["⟨U+" + hex(cp, cp > 0xffff ? 5 : 4) + "⟩", "U+" + hex(cp, 4) + " " + name, kind];
   }
 
   // ``text`` as a fragment of text nodes and marks (spans with class "ctl").
@@ -220,6 +226,10 @@
     let m;
     while ((m = re.exec(text)) !== null) {
       const leading = m.index === 0 || text[m.index - 1] === "\n";
+      if (EMOJI_SELECTOR.test(m[0]) && m.index > 0) {
+        const before = Array.from(text.slice(Math.max(0, m.index - 2), m.index)).pop();
+        if (before && SYMBOL.test(before)) continue; // ❤️: an emoji's presentation, nothing hidden
+      }
       const found = markFor(m[0], mode, leading);
       if (!found) continue; // left as it is; the text up to here is appended later
       if (m.index > last) frag.append(text.slice(last, m.index));
@@ -304,6 +314,10 @@
     const box = el("div", { class: "input-fields", testid: "input-fields" });
     const entries = input && typeof input === "object" && !Array.isArray(input) ? Object.entries(input) : [["input", input]];
     for (const [key, value] of entries) {
+      if (key === "env" && value && typeof value === "object" && !Array.isArray(value)) {
+        box.append(envView(value)); // approved with the command: every entry whole, marked
+        continue;
+      }
       const text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
       const str = String(text === undefined ? "" : text);
       const head = el("div", { class: "field-head" }, [
@@ -321,6 +335,24 @@
       box.append(el("div", { class: "field", "data-key": key }, [head, pre]));
     }
     return box;
+  }
+
+  // A command's env: one NAME=value line per entry, each whole and marked.
+  function envView(env) {
+    const entries = Object.entries(env);
+    const pre = el("pre", { class: "field-value env-value", testid: "env-value", "data-key": "env", tabindex: "0" });
+    entries.forEach(([name, value], i) => {
+      const line = el("span", { class: "env-entry", testid: "env-entry", "data-name": name });
+      line.append(visible(name, "strict"), "=", visible(typeof value === "string" ? value : JSON.stringify(value), "strict"));
+      pre.append(line);
+      if (i < entries.length - 1) pre.append("\n");
+    });
+    const head = el("div", { class: "field-head" }, [
+      el("span", { class: "field-key", testid: "field-key" }, [visible("env", "strict")]),
+      el("span", { class: "field-len env-note", testid: "env-note",
+        text: fmt(entries.length) + (entries.length === 1 ? " variable" : " variables") + " · approved with the command" }),
+    ]);
+    return el("div", { class: "field field-env", "data-key": "env" }, [head, pre]);
   }
 
   // A unified diff with added / removed lines coloured.
@@ -868,7 +900,97 @@
     return node;
   }
 
-  function questionCard(data) {
+  // A form question (an MCP server's elicitation): one input per field the
+  // server described; the server side checks the answer against the schema
+  // (defaults applied) and says what is wrong, so the person can fix it.
+  function formField(f) {
+    const label = el("label", { class: "form-label", for: "form-" + f.name }, [visible(f.title, "strict"), f.required ? " *" : ""]);
+    let input;
+    if (f.kind === "boolean") {
+      input = el("input", { type: "checkbox", id: "form-" + f.name, testid: "form-input", "data-name": f.name, "data-kind": f.kind });
+      input.checked = f.has_default ? Boolean(f.default) : false;
+    } else if (f.kind === "choice") {
+      input = el("select", { id: "form-" + f.name, testid: "form-input", "data-name": f.name, "data-kind": f.kind });
+      if (!f.required || !f.has_default) input.append(el("option", { value: "" }, ["—"]));
+      f.choices.forEach((c, i) => {
+        const option = el("option", { value: String(i) }, [visible(c.label, "strict")]);
+        if (f.has_default && c.value === f.default) option.selected = true;
+        input.append(option);
+      });
+    } else if (f.kind === "choices") {
+      input = el("div", { class: "form-choices", testid: "form-input", "data-name": f.name, "data-kind": f.kind });
+      f.choices.forEach((c, i) => {
+        const box = el("input", { type: "checkbox", value: String(i), "data-choice": String(i) });
+        if (f.has_default && Array.isArray(f.default) && f.default.includes(c.value)) box.checked = true;
+        input.append(el("label", { class: "form-choice" }, [box, " ", visible(c.label, "strict")]));
+      });
+    } else {
+      const type = f.kind === "text" ? ({ email: "email", uri: "url", date: "date" }[f.format] || "text") : "number";
+      input = el("input", { type, id: "form-" + f.name, testid: "form-input", "data-name": f.name, "data-kind": f.kind,
+        step: f.kind === "integer" ? "1" : f.kind === "number" ? "any" : null,
+        min: f.minimum, max: f.maximum, minlength: f.min_length, maxlength: f.max_length,
+        placeholder: f.has_default ? String(f.default) : "" });
+      if (f.has_default) input.value = String(f.default);
+    }
+    return el("div", { class: "form-field", testid: "form-field", "data-name": f.name }, [
+      label, input, f.description ? el("div", { class: "hint" }, [visible(f.description, "text")]) : null,
+    ]);
+  }
+
+  function formValues(card, fields) {
+    const values = {};
+    for (const f of fields) {
+      const input = card.querySelector('[data-testid="form-input"][data-name="' + CSS.escape(f.name) + '"]');
+      if (f.kind === "boolean") values[f.name] = input.checked;
+      else if (f.kind === "choice") { if (input.value !== "") values[f.name] = f.choices[Number(input.value)].value; }
+      else if (f.kind === "choices") {
+        values[f.name] = [...input.querySelectorAll("input:checked")].map((b) => f.choices[Number(b.value)].value);
+      } else if (input.value !== "") {
+        values[f.name] = f.kind === "text" ? input.value : Number(input.value);
+      }
+    }
+    return values;
+  }
+
+  function formCard(data, ui) {
+    const id = data.tool_call_id;
+    const fields = (ui && ui.fields) || [];
+    const problem = el("div", { class: "warning", testid: "form-problem", hidden: true });
+    const form = el("form", { class: "answer form", testid: "question-form" }, fields.map(formField));
+    const send = async (values) => {
+      for (const b of card.querySelectorAll("button, input, select")) b.disabled = true;
+      try {
+        await api("POST", "/api/questions/" + encodeURIComponent(id), { values });
+        resolveQuestion(id, values === null ? "(declined)" : JSON.stringify(values));
+      } catch (err) {
+        for (const b of card.querySelectorAll("button, input, select")) b.disabled = false;
+        problem.hidden = false;
+        setVisible(problem, err.message, "text");
+      }
+    };
+    const buttons = el("div", { class: "buttons" }, [
+      ui && ui.form_problem ? null : el("button", { type: "submit", class: "allow", testid: "form-submit", text: "Send" }),
+      el("button", { type: "button", class: "deny", testid: "form-decline", text: "Decline", onclick: () => send(null) }),
+    ]);
+    form.append(buttons);
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      send(formValues(card, fields));
+    });
+    const info = scanValue([data.question]);
+    const card = el("div", { class: "card question-card", testid: "question-card", "data-tool-call-id": id, "data-form": "true" }, [
+      el("div", { class: "card-head" }, [el("span", { class: "tool-icon", text: "📝" }), el("strong", { text: "Form" })]),
+      warnings(info),
+      el("div", { class: "question-text", testid: "question-text", tabindex: "0" }, [visible(data.question, "strict")]),
+      ui && ui.form_problem ? el("div", { class: "warning", testid: "form-unshowable" }, [visible("This form cannot be shown: " + ui.form_problem, "text")]) : null,
+      problem,
+      form,
+    ]);
+    place(card, data.parent_tool_call_id);
+  }
+
+  function questionCard(data, ui) {
+    if (data.form) return formCard(data, ui);
     const id = data.tool_call_id;
     const form = el("form", { class: "answer" });
     const input = el("input", { type: "text", testid: "question-input", placeholder: "Type an answer…" });
@@ -914,7 +1036,7 @@
     for (const card of document.querySelectorAll('[data-testid="question-card"]')) {
       if (card.getAttribute("data-tool-call-id") !== id || card.classList.contains("resolved")) continue;
       card.classList.add("resolved");
-      for (const node of card.querySelectorAll(".options, form")) node.remove();
+      for (const node of card.querySelectorAll(".options, form, [data-testid=form-problem]")) node.remove();
       card.append(el("div", { class: "decision", testid: "question-answer" }, ["Answer: ", visible(text, "strict")]));
     }
   }
@@ -1029,8 +1151,8 @@
     "tool.completed": (ev) => { onToolCompleted(ev.data); },
     "permission.required": (ev) => { approvalCard(ev.data, ev.ui); },
     "permission.resolved": (ev) => { resolveApproval(ev.data.tool_call_id, ev.data.decision, ev.ui && ev.ui.remembered); },
-    "ask_user.required": (ev) => { questionCard(ev.data); },
-    "ask_user.response": (ev) => { resolveQuestion(ev.data.tool_call_id, ev.data.text); },
+    "ask_user.required": (ev) => { questionCard(ev.data, ev.ui); },
+    "ask_user.response": (ev) => { resolveQuestion(ev.data.tool_call_id, ev.data.action === "decline" ? "(declined)" : ev.data.text); },
     "usage.updated": (ev) => { setUsage(ev.data.usage); },
     "phase.changed": (ev) => { $("run-phase").textContent = ev.data.phase || ""; },
     "todo.updated": (ev) => {
@@ -1052,6 +1174,21 @@
     "subagent.completed": (ev) => { if (isChild(ev)) subagentEnded(ev.data, "completed"); },
     "subagent.failed": (ev) => { if (isChild(ev)) subagentEnded(ev.data, "failed"); },
     "subagent.interrupted": (ev) => { if (isChild(ev)) subagentEnded(ev.data, "interrupted"); },
+    "hook.completed": (ev) => {
+      // a command hook (plugin smoke-hooks) ran: which, where it came from, what it decided
+      const d = ev.data || {};
+      const took = typeof d.duration_ms === "number" ? " (" + Math.round(d.duration_ms) + " ms)" : "";
+      const why = d.error || d.reason;
+      const text = "🪝 " + (d.hook_event || "hook") + " · " + (d.hook || "") + " · " + (d.decision || "no decision") + took + (why ? ": " + why : "");
+      const row = el("div", { class: "note note-hook" + (d.error ? " note-warning" : ""), testid: "hook-note" }, [visible(text, "text")]);
+      if (isChild(ev)) {
+        subagentBox(ev.data.parent_tool_call_id).body.append(row);
+        scroll();
+        return;
+      }
+      closeText();
+      add(row);
+    },
     "compaction.completed": (ev) => {
       note("🗜️ Older turns summarised (" + ev.data.messages_before + " → " + ev.data.messages_after + " messages)");
     },
@@ -1280,14 +1417,37 @@
     $("send-button").disabled = true;
     try {
       const res = await api("POST", "/api/runs", { task, session_id: state.sessionId });
+      // a slash command may have said something (and sent nothing to the model)
+      for (const said of res.said || []) note(said).setAttribute("data-testid", "command-output");
+      $("command-hints").classList.add("hidden");
       // run.started (over SSE) sets the status; it may even have arrived before this answer
       setSession(res.session_id);
       input.value = "";
+      if (res.status === "said") $("send-button").disabled = state.running;
     } catch (err) {
       showError("Could not start the run", err.message);
       $("send-button").disabled = state.running;
     }
   });
+
+  // Slash commands: while the task starts with "/", the commands that fit are listed above it.
+  let commandList = null;
+  async function loadCommands() {
+    try { commandList = (await api("GET", "/api/commands")).commands || []; } catch (err) { commandList = []; }
+  }
+  function showCommandHints() {
+    const box = $("command-hints");
+    const value = $("task-input").value;
+    if (!value.startsWith("/") || value.startsWith("//") || /\s/.test(value)) { box.classList.add("hidden"); return; }
+    if (commandList === null) { loadCommands().then(showCommandHints); return; }
+    const typed = value.slice(1);
+    box.textContent = "";
+    for (const c of commandList.filter((c) => c.name.startsWith(typed)).slice(0, 12)) {
+      box.append(el("div", { class: "command-hint", testid: "command-hint" }, [el("code", { text: c.usage }), " ", visible(c.description || "", "text")]));
+    }
+    box.classList.toggle("hidden", !box.children.length);
+  }
+  $("task-input").addEventListener("input", showCommandHints);
 
   // Enter sends, Shift+Enter starts a new line (an IME composition is left alone).
   $("task-input").addEventListener("keydown", (ev) => {
