@@ -417,9 +417,9 @@ def _real_demo(workspace: str | None, auto: bool) -> tuple[Any, Path, str, Any]:
         raise RuntimeError(f"--real: {exc}") from None
     threads = int(os.environ.get("SMOKE_LLAMA_THREADS") or min(4, os.cpu_count() or 1))
     click.echo(f"smoke demo: starting llama-server with {found.model.name} ({threads} thread(s))...", err=True)
-    server = LlamaServer(found, alias="demo-model", ctx=8192, threads=threads).start()
+    server = LlamaServer(found, alias=found.name, ctx=8192, threads=threads).start()
     try:
-        agent, project = create_real_demo_agent(server.url, "demo-model", workspace, auto_approve=auto)
+        agent, project = create_real_demo_agent(server.url, found.name, workspace, auto_approve=auto)
     except BaseException:
         server.stop()
         raise

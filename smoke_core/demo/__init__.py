@@ -214,8 +214,12 @@ def create_real_demo_agent(
         raise RuntimeError("smoke demo --real needs the llamacpp provider: pip install smoke-provider-openai")
     project = copy_sample_project(workspace)
     kwargs.setdefault("max_steps", 16)
-    # a small model does not guess the test command of a project it has not seen
-    kwargs.setdefault("instructions", f"To run the project's tests, call run_test with the command: {_test_command()}")
+    # a small model does not guess the test command of a project it has not seen; and it copies any
+    # absolute path it is shown into its next call (the interpreter's, as an edit_file path), so the
+    # command names the interpreter by its name when that finds one (the tests need only the stdlib)
+    command = "python3 -m unittest discover -s tests -v" if shutil.which("python3") else _test_command()
+    kwargs.setdefault("instructions", "Paths are relative to the workspace root. To run the project's tests, "
+                                      f"call run_test with the command: {command}")
     agent = create_agent(project, provider="llamacpp", model=model, base_url=base_url, auto_approve=auto_approve,
                          tool_calls="constrained", temperature=0, seed=1, max_tokens=512, **kwargs)
     missing = [g for g in REQUIRED_GROUPS if not any(t.group == g for t in agent.tools.values())]

@@ -38,7 +38,8 @@ SMALL_TOOLS = ("read_file", "list_directory")
 def _guards(truncated: int) -> Guards:
     """Guards whose ``truncated_replies`` ends a run at the ``truncated``-th cut-off reply in a row."""
     guards = Guards()
-    guards.truncated_replies = truncated  # set, not passed: the same test runs on the code before issue 32
+    if hasattr(guards, "truncated_replies"):  # so the test also runs (and fails) on the code before issue 32
+        guards.truncated_replies = truncated
     return guards
 
 
@@ -137,9 +138,16 @@ def test_the_demo_with_the_real_model(qwen: Any, tmp_path: Path) -> None:
     assert "the model is the real model qwen2.5-coder-0.5b-instruct-q4_k_m" in proc.stderr
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     assert events[0]["data"]["provider"] == "llamacpp"
-    assert any(e["type"] == "tool.completed" and not e["data"]["is_error"] for e in events)
+    assert events[0]["data"]["model"] == "qwen2.5-coder-0.5b-instruct-q4_k_m"
+    # a call the model wrote ran in the tool itself: it passed validation and the gate, and the tool
+    # answered (a 0.5B model often edits a file that is not there: the tool's own error counts)
+    ran = [e for e in events if e["type"] == "tool.completed" and (
+        not e["data"]["is_error"] or e["data"]["error"]["code"] == "tool_failed")]
+    assert ran, [e["data"] for e in events if e["type"] == "tool.completed"]
     starts = sorted(e["data"]["tool_call_id"] for e in events if e["type"] == "tool.started")
     assert starts == sorted(e["data"]["tool_call_id"] for e in events if e["type"] == "tool.completed")
+    assert [e["type"] for e in events if e["type"] in ("run.completed", "run.failed")] == [events[-1]["type"]]
+    assert events[-1]["data"]["usage"]["total_tokens"] > 0
     if events[-1]["type"] == "run.failed":
         assert events[-1]["data"]["error"]["code"] in ("run_max_steps", "run_hard_stop", "run_repeated_error",
                                                        "output_truncated")
@@ -189,9 +197,9 @@ async def test_a_runaway_reply_is_bounded_by_the_default_max_tokens(tmp_path: Pa
         result, _ = await _run(agent, "Count from 1 to 100000, one number per line, and do not stop.")
     finally:
         server.stop()
-    assert agent.provider.model_facts().default_max_tokens == 256
     assert result.error is not None and result.error.code == "output_truncated"
     assert 0 < result.usage.output_tokens <= 256
+    assert agent.provider.model_facts().default_max_tokens == 256
 
 
 async def test_the_served_context_found_by_alias_or_as_the_one_model(tmp_path: Path) -> None:
