@@ -126,6 +126,19 @@ async def test_smoke_run_drives_the_real_model(qwen: Any, tmp_path: Path) -> Non
         assert events[-1]["data"]["error"]["code"] in ("run_max_steps", "run_hard_stop", "run_repeated_error")
 
 
+async def test_constrained_mode_holds_even_smollm2_to_calls_smoke_can_run(smol: Any, tmp_path: Path) -> None:
+    # a 135M model whose template takes no tools: every call it writes is one of an exposed tool, valid
+    agent = _agent(_workspace(tmp_path), smol, "smol", tool_calls="constrained", max_steps=3, max_tokens=96)
+    result, events = await _run(agent)
+    check_run(result, events, tool_ran=False)
+    completed = [e.data for e in events if e.type == "tool.completed"]
+    assert completed, "no call"
+    for data in completed:
+        assert data["tool_name"] in SMALL_TOOLS
+        assert not data["is_error"] or data["error"]["code"] == "tool_failed", data["error"]
+    assert not _warnings(events, "provider_fallback")
+
+
 @pytest.mark.slow
 def test_the_demo_with_the_real_model(qwen: Any, tmp_path: Path) -> None:
     env = {**os.environ, "SMOKE_LLAMA_SERVER": os.environ["SMOKE_LLAMA_SERVER"],
