@@ -409,6 +409,9 @@ def realmodel(session: nox.Session) -> None:
     started = time.monotonic()
     if os.environ.get("SMOKE_LLAMA_SERVER"):
         binary, how = Path(os.environ["SMOKE_LLAMA_SERVER"]), "from SMOKE_LLAMA_SERVER"
+        if not (binary.is_file() and os.access(binary, os.X_OK)):
+            session.error(f"realmodel: SMOKE_LLAMA_SERVER={binary} is not an executable file; point it at a "
+                          f"llama-server binary, or unset it to build one into {cache}")
     else:
         binary, how = _llama_server(session, cache)
     session.log(f"realmodel: llama-server {how}")

@@ -111,6 +111,7 @@ def test_the_command_line_is_local_and_named() -> None:
         _ = LlamaServer(real).url
 
 
+@pytest.mark.slow
 def test_smoke_demo_real_without_the_pieces_is_a_usage_error(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "smoke_core.cli", "demo", "--real", "--yes"], cwd=tmp_path,
                           env=_env(tmp_path, SMOKE_REALMODEL_CACHE=str(tmp_path / "empty")),
@@ -121,6 +122,7 @@ def test_smoke_demo_real_without_the_pieces_is_a_usage_error(tmp_path: Path) -> 
     assert line.startswith("smoke demo: --real: no real model here") and "nox -s realmodel" in line
 
 
+@pytest.mark.slow
 def test_smoke_demo_real_with_half_the_environment_says_so(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "smoke_core.cli", "demo", "--real", "--yes"], cwd=tmp_path,
                           env=_env(tmp_path, SMOKE_LLAMA_SERVER=str(tmp_path / "nothing")),

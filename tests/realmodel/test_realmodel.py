@@ -28,7 +28,7 @@ from smoke_core.providers import RetryPolicy
 
 from .conftest import check_run, start
 
-pytestmark = pytest.mark.realmodel
+pytestmark = [pytest.mark.realmodel, pytest.mark.slow]  # a real model on a CPU: seconds a test
 
 FAST = RetryPolicy(base_delay=0.05, max_delay=0.2)
 TASK = "What is the secret word in hello.txt? Use the tools."

@@ -115,6 +115,7 @@ def test_the_same_call_twice_runs_once_and_marks_the_reply_as_looping() -> None:
     assert [c.name for c in parser.finish()[1]] == ["read_file"]
 
 
+@pytest.mark.slow
 async def test_native_mode_runs_a_call_the_model_wrote_as_bare_json(tmp_path: Path) -> None:
     # flaw 1: Qwen2.5-Coder-0.5B writes its call as JSON text with tools offered natively
     replies = [text_stream(READ), text_stream("It says the answer is 42.")]
@@ -246,6 +247,7 @@ async def test_progress_events_while_tool_call_arguments_stream(tmp_path: Path) 
     assert result.status == "completed"
 
 
+@pytest.mark.slow
 async def test_prompt_progress_counts_as_progress_and_is_asked_for(tmp_path: Path) -> None:
     # flaw 9: the server reads a long prompt for longer than progress_timeout, saying so as it goes
     reading: list[Any] = []
