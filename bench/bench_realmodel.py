@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -141,6 +142,7 @@ async def run_one(url: str, task: Task, mode: str, seed: int) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     text = result.text or ""
     solved = bool(task.check(ws, text))
+    shutil.rmtree(ws, ignore_errors=True)
     return {"task": task.name, "mode": mode, "seed": seed, "solved": solved, "status": result.status,
             "error": result.error.code if result.error else None, "steps": result.steps, "tool_calls_ok": calls,
             "input_tokens": result.usage.input_tokens, "output_tokens": result.usage.output_tokens,
