@@ -83,6 +83,7 @@ __all__ = [
     "run_batch",
     "run_batch_task",
     "tool",
+    "url_host",
     "user_message",
     "visible",
 ]
@@ -110,6 +111,7 @@ _LAZY: dict[str, str] = {
     "ANSWERS": "policy.rules",
     "PermissionRequest": "policy.rules",
     "looks_secret": "policy.rules",
+    "url_host": "policy.domains",
     "SandboxSettings": "policy.sandbox.settings",
     "Redactor": "policy.secrets",
     "child_env": "policy.secrets",
@@ -183,6 +185,7 @@ if TYPE_CHECKING:
     from .batch.main import BatchError, run_batch
     from .batch.task import batch_error_result, run_batch_task
     from .batch.tasks import BatchConfig, BatchTask
+    from .policy.domains import url_host
     from .policy.options import AgentOptions
     from .policy.rules import ANSWERS, PermissionRequest, looks_secret
     from .policy.sandbox.settings import SandboxSettings

@@ -123,6 +123,16 @@ class PermissionGate:
                 best = rule
         return best
 
+    def rule_for_value(self, tool_name: str, value: str) -> PermissionRule | None:
+        """The rule that decides a call of ``tool_name`` whose rule value
+        (``permission_key`` argument) is ``value``, or None -- for a tool that meets a
+        new value mid-call (``AgentOptions.match_rule``: web_fetch's redirects)."""
+        tool = self._tools(tool_name) if self._tools is not None else None
+        kind = getattr(tool, "kind", None)
+        request = PermissionRequest(tool_call_id="", kind="tool", tool_name=tool_name, tool_kind=kind,
+                                    permission_value=value)
+        return self.matching_rule(request)
+
     def secret_path(self, request: PermissionRequest) -> str | None:
         """The first secret-looking path the call touches (as written or resolved), or None."""
         values = list(paths_in(request.input))

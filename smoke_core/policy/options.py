@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,11 @@ class AgentOptions:
     #: keyword arguments of ``create_agent`` that core does not use itself
     #: (``mcp_servers``, ``skills_dir``, ...), for plugins to read.
     extra: dict[str, Any] = field(default_factory=dict)
+    #: ``match_rule(tool_name, value)``: the permission rule that decides a call of
+    #: that tool whose rule value is ``value`` (a ``PermissionRule``, or None when no
+    #: rule does) -- for a tool that meets a new value during a call (web_fetch's
+    #: redirects to another host). None when the agent has no permission gate.
+    match_rule: Callable[[str, str], Any] | None = None
 
     def get(self, name: str, default: Any = None) -> Any:
         """An extra option by name (``options.get("mcp_servers")``)."""

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .domains import URL_KEYS, domain_matches, domain_rule_pattern
+
 Decision = Literal["allow", "deny", "ask"]
 RuleAction = Literal["allow", "ask", "deny"]
 PERMISSION_MODES = ("ask-default", "allow-all", "deny-all")
@@ -42,7 +44,8 @@ _PATH_KEYS = frozenset({*_PATH_FIELDS, "dir", "directory", "folder"})
 _PATH_KINDS = frozenset({"read", "edit", "delete", "move"})
 _COMMAND_KEYS = frozenset({"command", "cmd"})
 
-ValueMode = Literal["path", "command", "plain"]
+#: ``domain``: the value is a URL and rules match its host (:mod:`.domains`)
+ValueMode = Literal["path", "command", "plain", "domain"]
 
 
 def looks_secret(path: str) -> bool:
@@ -299,6 +302,8 @@ def value_mode(tool_kind: str | None, permission_key: str | None) -> ValueMode:
         return "path"
     if permission_key in _COMMAND_KEYS:
         return "command"
+    if permission_key in URL_KEYS:
+        return "domain"
     if tool_kind in _PATH_KINDS:
         return "path"
     if tool_kind == "execute":
@@ -335,6 +340,8 @@ class RequestView:
         if self.value is None:
             return False
         loosening = rule.action == "allow"
+        if self.mode == "domain":
+            return domain_matches(rule.pattern, self.value)
         if self.mode == "path":
             return self._path_match(rule.pattern, loosening)
         if self.mode == "command":
@@ -375,6 +382,9 @@ def rule_for(request: PermissionRequest, *, workspace: str | os.PathLike[str] | 
     if value is None:
         return name
     ws = Path(workspace).resolve() if workspace is not None else None
+    if value_mode(request.tool_kind, permission_key) == "domain":
+        host = domain_rule_pattern(value)
+        return f"{name}({host})" if host else name
     if value_mode(request.tool_kind, permission_key) == "path":
         forms = path_forms(value, ws)
         rel = forms.relative[0]

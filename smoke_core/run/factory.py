@@ -259,6 +259,11 @@ def create_agent(
             resolved.warnings.append(message)
             warn_once(message)
 
+    gate = PermissionGate(
+        options.permission, auto_approve=options.auto_approve, rules=resolved.rules,
+        workspace=workspace.root, tools=registry.get,
+    )
+    options.match_rule = gate.rule_for_value
     agent = Agent(
         options=options,
         pm=pm,
@@ -274,10 +279,7 @@ def create_agent(
         compactor=Compactor(context_window=_context_window(context_window, provider_obj)),
         model_settings=_model_settings(model_settings, values.get("stream")),
         max_tool_output_chars=max_tool_output_chars,
-        gate=PermissionGate(
-            options.permission, auto_approve=options.auto_approve, rules=resolved.rules,
-            workspace=workspace.root, tools=registry.get,
-        ),
+        gate=gate,
         settings=resolved,
     )
     return agent
