@@ -34,10 +34,10 @@ def register_tools(register: Callable[..., Any], options: Any) -> None:
 
 @hookimpl
 def register_settings(register: Callable[..., Any]) -> None:
+    from typing import Annotated
     from typing import Any as AnyType
 
     from pydantic import Field, PositiveFloat, PositiveInt
-    from typing_extensions import Annotated
 
     from ._settings import WebSearchSetting
 

@@ -68,9 +68,11 @@ def refusal(ip: IPAddress) -> str | None:
         return "the unspecified address"
     if isinstance(ip, ipaddress.IPv4Address) and ip in _SHARED:
         return "a shared (carrier-grade NAT) address"
+    if ip.is_reserved:
+        return "a reserved address"
     if ip.is_private:
         return "a private address"
-    if ip.is_reserved or not ip.is_global:
+    if not ip.is_global:
         return "a reserved address"
     return None
 

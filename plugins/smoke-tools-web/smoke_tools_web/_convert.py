@@ -150,7 +150,7 @@ def html_to_markdown(body: bytes, charset: str | None, base_url: str) -> Documen
             link.attrs.pop("href", None)
         else:
             link["href"] = urljoin(base_url, href)
-    root = soup.find("main") or soup.find(attrs={"role": "main"}) or soup.find("article")
+    root = soup.find("main") or soup.find(None, {"role": "main"}) or soup.find("article")
     if root is None:
         root = soup.find("body") or soup
         for tag in root.find_all(_CHROME):

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+from typing import NotRequired
+
 from pydantic import ConfigDict
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 
 class WebSearchSetting(TypedDict):

@@ -8,10 +8,26 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from smoke_core.plugin import ClaudeDialect, ToolAnnotations, ToolDefinition, ToolPresentation, ToolResult, url_host
+from smoke_core.plugin import (
+    ClaudeDialect,
+    ToolAnnotations,
+    ToolDefinition,
+    ToolPresentation,
+    ToolResult,
+    url_host,
+)
 
 from ._convert import Document, NotText, convert, decode_text
-from ._fetch import Fetched, Fetcher, FetchFailed, FetchRefused, Limits, RedirectStopped, check_url, host_of
+from ._fetch import (
+    Fetched,
+    Fetcher,
+    FetchFailed,
+    FetchRefused,
+    Limits,
+    RedirectStopped,
+    check_url,
+    host_of,
+)
 
 if TYPE_CHECKING:
     from smoke_core.plugin import ToolContext
@@ -20,6 +36,7 @@ GROUP = "web"
 CACHE_KEY = "smoke_tools_web.pages"
 DEFAULT_MAX_CHARS = 40_000
 DEFAULT_MAX_RESULTS = 8
+FROM_CACHE = ", from this run's cache"
 MAX_RESULTS = 20
 #: what the model reads before any fetched text
 UNTRUSTED_NOTE = (
@@ -99,8 +116,7 @@ class Page:
 
 
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+#-]{2,}")
-_STOP = frozenset("the and for with that this from what how are was were you your can does into about which "
-                  "when where who why not all any have has use using get".split())
+_STOP = frozenset(["the", "and", "for", "with", "that", "this", "from", "what", "how", "are", "was", "were", "you", "your", "can", "does", "into", "about", "which", "when", "where", "who", "why", "not", "all", "any", "have", "has", "use", "using", "get"])
 _HEADING = re.compile(r"^#{1,6} ", re.M)
 
 
@@ -125,7 +141,7 @@ def select(text: str, *, prompt: str | None, offset: int, max_chars: int) -> tup
     """(what is shown, a note on what was left out; empty when nothing was)."""
     total = len(text)
     if total - offset <= max_chars:
-        return text[offset:], (f"characters {offset + 1:,}–{total:,} of {total:,}" if offset else "")
+        return text[offset:], (f"characters {offset + 1:,}-{total:,} of {total:,}" if offset else "")
     if prompt and offset == 0:
         words = {w.lower().strip(".-") for w in _WORD.findall(prompt)} - _STOP
         sections = _sections(text)
@@ -160,7 +176,7 @@ def select(text: str, *, prompt: str | None, offset: int, max_chars: int) -> tup
                                f"as the ones matching the prompt; call web_fetch again with offset=0 and no "
                                f"prompt to read it in order")
     piece, end = _window(text, offset, max_chars)
-    return piece, (f"characters {offset + 1:,}–{end:,} of {total:,} (at most {max_chars:,} are shown at once); "
+    return piece, (f"characters {offset + 1:,}-{end:,} of {total:,} (at most {max_chars:,} are shown at once); "
                    f"call web_fetch again with offset={end} for the rest")
 
 
@@ -174,7 +190,7 @@ def _describe(page: Page, cached: bool) -> str:
     f, d = page.fetched, page.document
     what = {"html": "HTML → Markdown", "pdf": f"PDF, {d.pages} page(s) → text", "text": f.content_type or "text"}
     lines = [f"Fetched {f.final_url} (HTTP {f.status}, {what.get(d.kind, d.kind)}, {len(f.body):,} bytes"
-             f"{', from this run’s cache' if cached else ''})."]
+             f"{FROM_CACHE if cached else ''})."]
     if f.redirects:
         lines.append(f"Redirected: {' → '.join([f.url, *f.redirects])}")
     if f.cut:
