@@ -101,7 +101,7 @@ def main() -> None:
 
 FIRST_PARTY_TOOL_PLUGINS = (
     "smoke_tools_filesystem", "smoke_tools_search", "smoke_tools_terminal", "smoke_tools_git",
-    "smoke_tools_agent", "smoke_skills",
+    "smoke_tools_agent", "smoke_skills", "smoke_tools_web",
 )
 
 TOOLS_HEADER = """\
@@ -128,8 +128,9 @@ def render_tools() -> str:
 
     plugins = [importlib.import_module(m) for m in FIRST_PARTY_TOOL_PLUGINS]
     with tempfile.TemporaryDirectory() as tmp:
+        # web_search exists once a search provider is set: name one so it is listed
         agent = create_agent(tmp, provider=NoProvider(), autoload_plugins=False, plugins=plugins,
-                             skills_dir=[])
+                             skills_dir=[], web_search={"provider": "searxng", "url": "http://127.0.0.1:8888"})
         tools = sorted(agent.tools.values(), key=lambda t: (t.group or "", t.name))
     out = [TOOLS_HEADER]
     group = None
