@@ -7,7 +7,9 @@ tool until the last step), at 200 steps, in µs per step:
 - smoke-otel: with smoke-otel's ``OtelPlugin`` exporting to the SDK's
   in-memory span exporter (``SimpleSpanProcessor``) and an in-memory metric
   reader: per step one ``chat`` and one ``execute_tool`` span and four
-  histogram records, content capture off.
+  histogram records (semantic-conventions-genai v0.1.0: inference duration,
+  the two per-call token histograms, tool duration; the usage counters are
+  summed and added every 32 calls), content capture off.
 - smoke-otel-noop-providers: the plugin following the run with the API's
   no-op tracer and meter providers: the plugin's own work (and the hook
   dispatch it causes), without the SDK's.
@@ -113,7 +115,6 @@ def sdk_floor() -> Any:
             "gen_ai.request.model": "scripted-model"}
     tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "noop", "gen_ai.tool.type": "function",
             "gen_ai.tool.description": "Does nothing."}
-    tin, tout = {**chat, "gen_ai.token.type": "input"}, {**chat, "gen_ai.token.type": "output"}
     tmetric = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "noop", "gen_ai.tool.type": "function"}
 
     def one() -> float:
@@ -126,8 +127,8 @@ def sdk_floor() -> Any:
                               "gen_ai.response.finish_reasons": ("tool_calls",)})
             s.end()
             tel.operation_duration.record(0.001, chat)
-            tel.token_usage.record(1, tin)
-            tel.token_usage.record(1, tout)
+            tel.operation_input_tokens.record(1, chat)
+            tel.operation_output_tokens.record(1, chat)
             t = tel.tracer.start_span("execute_tool noop", context=ctx, kind=trace.SpanKind.INTERNAL,
                                       attributes={**tool, "gen_ai.tool.call.id": f"call_{i}"})
             t.set_attributes({"smoke.tool.outcome": "ok"})

@@ -81,6 +81,8 @@ class RunHandle(StepLoop, SubagentRunner):
         self.parent = parent
         self.parent_tool_call_id = parent_tool_call_id
         self.depth: int = 0 if parent is None else parent.depth + 1
+        #: a subagent's definition name (``ctx.run_subagent(name=...)``: the ``task`` tool's agent type); None otherwise
+        self.agent_name: str | None = None
         self._listening: Callable[[str], bool]
         if parent is None:
             self.emit = deps.bus.emitter(self.run_id, self.session_id)
