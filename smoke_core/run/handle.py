@@ -292,6 +292,7 @@ class RunHandle(StepLoop, SubagentRunner):
             run_id=self.run_id,
             session_id=self.session_id,
             steps=st.step,
+            usage_by_model=dict(st.scratch.get("usage_by_model") or {}),
         )
 
     async def _session_and_prompt_hooks(self) -> None:

@@ -102,6 +102,8 @@ class RunResult:
     events: list[Event] = field(default_factory=list, repr=False)
     #: the validated result when the run was asked for ``output_type``
     output: Any = None
+    #: usage and cost of each model that answered (``provider:model``; a fallback model apart)
+    usage_by_model: dict[str, Usage] = field(default_factory=dict)
 
 
 @dataclass(slots=True, frozen=True)
