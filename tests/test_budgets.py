@@ -73,7 +73,7 @@ def test_the_input_token_budget_is_checked_with_the_requests_estimate(workspace)
 
 
 def test_an_unpriced_model_is_said_once_and_its_tokens_still_count(workspace):
-    result, provider, events = run(workspace, [step(None)] * 3 + ["done"], max_cost_usd=0.01)
+    result, _, events = run(workspace, [step(None)] * 3 + ["done"], max_cost_usd=0.01)
     assert result.status == "completed"
     warnings = [e for e in events if e.type == "run.warning" and e.data["error"]["code"] == "run_budget_exceeded"]
     assert len(warnings) == 1 and "max_cost_usd does not count its calls" in warnings[0].data["error"]["message"]
@@ -141,3 +141,27 @@ def test_an_untrusted_folder_may_only_tighten_and_managed_is_final(workspace, tm
     monkeypatch.setenv("SMOKE_MANAGED_SETTINGS", str(managed))
     agent = create_agent(workspace, provider=ScriptedProvider([]), autoload_plugins=False, max_cost_usd=10)
     assert agent.options.budget.max_cost_usd == 0.25  # create_agent cannot raise a managed budget
+
+
+def test_cost_in_a_chat_shows_the_last_run_against_the_budget(workspace):
+    from smoke_core.run.slash import BUILTIN_COMMANDS
+
+    provider = ScriptedProvider([{"text": "hi", "usage": {"input_tokens": 300, "output_tokens": 20,
+                                                          "cost_usd": 0.004}}])
+    agent = create_agent(workspace, provider=provider, autoload_plugins=False, max_cost_usd=0.5,
+                         max_output_tokens=1000)
+    agent.run_sync("hello")
+    said: list[str] = []
+
+    class Chat:
+        usage = agent.last_usage.to_dict()
+
+        def __init__(self) -> None:
+            self.agent = agent
+
+        def say(self, text: str) -> None:
+            said.append(text)
+
+    [cost] = [c for c in BUILTIN_COMMANDS if c.name == "cost"]
+    cost.handler("", Chat())
+    assert said[0].splitlines()[1] == "budget per run (last run): $0.0040 / $0.5 · 20 / 1,000 output tokens"

@@ -262,6 +262,10 @@ class BatchCommand(click.Command):
 @click.option("--yes", "-y", "allow_all", is_flag=True,
               help="Allow every call a person would be asked about (deny rules still apply).")
 @click.option("--max-steps", type=int, default=None, help="Step limit for tasks that do not set max_steps.")
+@click.option("--max-cost-usd", type=float, default=None,
+              help="Budget of the whole batch in US dollars: once spent, no more tasks run (resume with a higher one).")
+@click.option("--max-input-tokens", type=int, default=None, help="Input-token budget of the whole batch.")
+@click.option("--max-output-tokens", type=int, default=None, help="Output-token budget of the whole batch.")
 @click.option("--in-place", is_flag=True, help="Run each task in its workspace itself, not in a copy.")
 @click.option("--work-dir", default=None, type=click.Path(file_okay=False),
               help="Where task copies and the default session database go (default: OUT with .batch).")

@@ -92,6 +92,8 @@ class Agent:
         #: for an agent made by a chat's /clear; None: ``startup`` or ``resume``
         self.session_source: str | None = None
         self._session_started = False
+        #: the usage of this agent's last run (None before the first)
+        self.last_usage: Any = None
 
     # ------------------------------------------------------------ tools
 
@@ -173,7 +175,9 @@ class Agent:
         lease = None
         try:
             lease = await self._take_session_lease(handle)
-            return await handle.start()
+            result = await handle.start()
+            self.last_usage = result.usage  # what /cost and the web header set against the budget
+            return result
         finally:
             if lease is not None:
                 await lease.release()

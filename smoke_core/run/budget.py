@@ -127,3 +127,20 @@ def unpriced_warning(budget: Budget, state: Any, usage: Usage, model: str) -> Ag
                                f"its calls (max_input_tokens / max_output_tokens do)", severity="warning",
         retryable=False, details={"model": model},
     )
+
+
+def budget_line(budget: Budget, usage: Usage | None) -> str | None:
+    """``used / limit`` of each budget for a run's ``usage`` (None when no budget is set):
+    ``budget per run: $0.0120 / $0.50 · 1,200 / 50,000 input tokens``."""
+    if not budget.active:
+        return None
+    usage = usage or Usage()
+    parts = []
+    if budget.max_cost_usd is not None:
+        spent_usd = usage.cost_usd if usage.cost_usd is not None else 0.0
+        parts.append(f"${spent_usd:.4f} / ${budget.max_cost_usd:g}")
+    if budget.max_input_tokens is not None:
+        parts.append(f"{usage.input_tokens:,} / {budget.max_input_tokens:,} input tokens")
+    if budget.max_output_tokens is not None:
+        parts.append(f"{usage.output_tokens:,} / {budget.max_output_tokens:,} output tokens")
+    return "budget per run (last run): " + " · ".join(parts)

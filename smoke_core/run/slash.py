@@ -151,7 +151,13 @@ def _tools(args: str, chat: ChatHost) -> None:
 
 
 def _cost(args: str, chat: ChatHost) -> None:
-    chat.say(f"cost of this chat so far: {usage_summary(chat.usage)}")
+    from .budget import budget_line
+
+    text = f"cost of this chat so far: {usage_summary(chat.usage)}"
+    options = getattr(chat.agent, "options", None)
+    budget = getattr(options, "budget", None)
+    line = budget_line(budget, getattr(chat.agent, "last_usage", None)) if budget is not None else None
+    chat.say(f"{text}\n{line}" if line else text)
 
 
 def _exit(args: str, chat: ChatHost) -> None:

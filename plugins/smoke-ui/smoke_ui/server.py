@@ -197,6 +197,18 @@ class UIState:
             self.agents[session_id] = agent
         return agent
 
+    def budget(self) -> dict[str, Any] | None:
+        """The run budget (``max_cost_usd``, ``max_input_tokens``, ``max_output_tokens``) the header
+        shows usage against, or None when none is set."""
+        try:
+            budget = self.agent_for(self.session_id).options.budget
+        except Exception:  # the factory failing is reported when a run starts
+            return None
+        if not budget.active:
+            return None
+        return {"max_cost_usd": budget.max_cost_usd, "max_input_tokens": budget.max_input_tokens,
+                "max_output_tokens": budget.max_output_tokens}
+
     def presentations(self) -> dict[str, dict[str, Any]]:
         if self._presentations is None:
             self._presentations = self.agent_for(self.session_id).get_tool_presentations()
@@ -465,6 +477,7 @@ class UIState:
             "status": self.status,
             "running": self.running,
             "usage": self.usage,
+            "budget": self.budget(),
             "presentations": self.presentations(),
             "pending_permissions": list(self.pending_permissions.values()),
             "pending_questions": list(self.pending_questions.values()),

@@ -1003,3 +1003,17 @@ def test_smoke_store_url_chooses_the_servers_store(tmp_path, monkeypatch):
     finally:
         store.close()
     assert db.exists() and not (tmp_path / "ws" / ".smoke" / "sessions.db").exists()
+
+
+async def test_the_state_carries_the_run_budget_for_the_header(tmp_path: Path) -> None:
+    def factory(*, session_id: str, store: Any) -> Any:
+        return create_agent(tmp_path, provider=ScriptedProvider(["ok"]), autoload_plugins=False, plugins=[],
+                            store=store, session_id=session_id, max_cost_usd=0.5, max_output_tokens=2000)
+
+    budgeted = create_app(factory, store=MemoryStore(), workspace=tmp_path)
+    plain = create_app(scripted_factory(tmp_path, full_script), store=MemoryStore(), workspace=tmp_path)
+    async with serving(budgeted) as client:
+        state = (await client.get("/api/state", headers=auth(budgeted))).json()
+    assert state["budget"] == {"max_cost_usd": 0.5, "max_input_tokens": None, "max_output_tokens": 2000}
+    async with serving(plain) as client:
+        assert (await client.get("/api/state", headers=auth(plain))).json()["budget"] is None

@@ -880,3 +880,28 @@ def test_subagent_cards_nest_inside_their_task_cards(browser: Any, tmp_path: Pat
             assert page.js_errors == []
         finally:
             page.close()
+
+
+def test_the_header_shows_usage_against_the_run_budget(browser: Any, tmp_path: Path) -> None:
+    turns = [{"text": "one", "usage": {"input_tokens": 1200, "output_tokens": 30, "cost_usd": 0.0125}}]
+
+    def factory(*, session_id: str, store: Any) -> Any:
+        return create_agent(tmp_path, provider=ScriptedProvider(list(turns)), autoload_plugins=False, plugins=[],
+                            store=store, session_id=session_id, max_cost_usd=0.5, max_input_tokens=50_000)
+
+    app = create_app(factory, store=MemoryStore(), workspace=tmp_path)
+    with ServerThread(app) as server:
+        wait_healthy(server.url)
+        page = open_page(browser, server, app)
+        try:
+            send_task(page, "go")
+            page.wait_for_selector('[data-testid="final-message"]', timeout=WAIT_MS)
+            page.wait_for_function(
+                "() => document.querySelector('[data-testid=usage]').textContent.includes('$0.0125 / $0.5')",
+                timeout=WAIT_MS)
+            text = page.inner_text('[data-testid="usage"]')
+            assert "in 1,200 / 50,000" in text and "$0.0125 / $0.5" in text
+            assert page.js_errors == []
+            screenshot(page, "smoke-ui-budget-header.png")
+        finally:
+            page.close()

@@ -101,12 +101,18 @@
   }
 
   function formatUsage(usage) {
-    if (!usage) return "0 tokens";
-    const input = usage.input_tokens || 0;
-    const output = usage.output_tokens || 0;
-    let text = fmt(input + output) + " tokens (in " + fmt(input) + " · out " + fmt(output) + ")";
+    // with a run budget (max_cost_usd / max_input_tokens / max_output_tokens): used / limit
+    const budget = state.budget || {};
+    const input = (usage && usage.input_tokens) || 0;
+    const output = (usage && usage.output_tokens) || 0;
+    const inText = fmt(input) + (budget.max_input_tokens ? " / " + fmt(budget.max_input_tokens) : "");
+    const outText = fmt(output) + (budget.max_output_tokens ? " / " + fmt(budget.max_output_tokens) : "");
+    if (!usage && !state.budget) return "0 tokens";
+    let text = fmt(input + output) + " tokens (in " + inText + " · out " + outText + ")";
     // cost comes from providers that report it (usage.cost_usd); shown when present
-    if (typeof usage.cost_usd === "number") text += " · $" + usage.cost_usd.toFixed(usage.cost_usd < 1 ? 4 : 2);
+    const cost = usage && typeof usage.cost_usd === "number" ? usage.cost_usd : null;
+    if (cost !== null) text += " · $" + cost.toFixed(cost < 1 ? 4 : 2);
+    if (budget.max_cost_usd) text += (cost === null ? " · $0" : "") + " / $" + budget.max_cost_usd;
     return text;
   }
 
@@ -1386,6 +1392,7 @@
     state.presentations = Object.assign({}, snapshot.presentations || {});
     setSession(snapshot.session_id);
     setStatus(snapshot.status === "running" ? "running" : snapshot.status || "idle");
+    state.budget = snapshot.budget || null;
     setUsage(snapshot.usage);
     if (snapshot.demo_label) {
       const badge = $("demo-badge");
