@@ -43,10 +43,10 @@ def agent_for(workspace: Any, server: FakeProviderServer) -> Any:
 
 async def test_two_529s_then_the_fallback_model(workspace):
     async with FakeProviderServer([overloaded(), overloaded(), done("backup-model", "answered by backup")]) as server:
-        agent = agent_for(workspace, server)
-        events: list[Any] = []
-        agent.on("run.warning", events.append)
-        result = await agent.run("hello")
+        async with agent_for(workspace, server) as agent:  # closes the fallback model's client too
+            events: list[Any] = []
+            agent.on("run.warning", events.append)
+            result = await agent.run("hello")
         bodies = [json.loads(r.body) for r in server.requests]
     assert result.status == "completed" and result.text == "answered by backup"
     assert [b["model"] for b in bodies] == ["primary-model", "primary-model", "backup-model"]
@@ -55,14 +55,12 @@ async def test_two_529s_then_the_fallback_model(workspace):
     assert [e.data["fallback"] for e in fallback] == [{"from": "openai-compatible:primary-model",
                                                        "to": "openai-compatible:backup-model"}]
     assert result.usage_by_model["openai-compatible:backup-model"].input_tokens == 12
-    await agent.aclose()
 
 
 async def test_two_429s_do_not_fall_back(workspace):
     async with FakeProviderServer([limited(), limited(), done("backup-model", "never")]) as server:
-        agent = agent_for(workspace, server)
-        result = await agent.run("hello")
+        async with agent_for(workspace, server) as agent:
+            result = await agent.run("hello")
         models = [json.loads(r.body)["model"] for r in server.requests]
     assert result.status == "failed" and result.error.code == "provider_rate_limited"
     assert models == ["primary-model", "primary-model"]
-    await agent.aclose()

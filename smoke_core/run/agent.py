@@ -372,6 +372,13 @@ class Agent:
             self._session_started = False
             await hooks.observe("session_end", {"agent": self, "reason": reason}, failed)
         await hooks.observe("close_agent", {"agent": self}, failed)
+        for _label, provider in self.options.fallbacks:  # made by create_agent: theirs to close is ours
+            close = getattr(provider, "aclose", None)
+            if close is not None:
+                try:
+                    await close()
+                except Exception as exc:
+                    log.warning("smoke: closing the fallback model %s failed: %s (ignored)", _label, exc)
 
     async def __aenter__(self) -> Agent:
         return self
