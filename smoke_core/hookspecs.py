@@ -220,10 +220,16 @@ def before_run(run: RunView) -> None:
     """Called when a run starts, after ``run.started`` and before the tool
     list of the run is fixed and the model is first called.
 
-    A plugin may ask for approval (``await run.request_permission(...)``),
-    warn (``run.warn(...)``) and register tools (``run.register_tool(...)``)
-    here; tools registered now are part of this run (the MCP plugin starts
-    its servers this way). Implementations run concurrently-safe but in order.
+    A plugin may ask for approval (``await run.request_permission(...)``;
+    with ``person=True`` only a person's answer allows, never ``--yes`` or
+    ``allow-all``), warn (``run.warn(...)``) and register tools
+    (``run.register_tool(...)``) here; tools registered now are part of this
+    run (the MCP plugin starts its servers this way). During the run a
+    plugin may also ask the person (``await run.ask_user(question,
+    options=..., form=...)``: the ``ask_user.required`` pause) and call the
+    run's model outside its conversation (``await run.sample(messages)``:
+    through ``before_model_call``, counted in the run's usage). Implementations
+    run concurrently-safe but in order.
 
     :param run: the :class:`~smoke_core.plugin.RunHandle` of this run.
     :return: ignored.

@@ -37,6 +37,8 @@ __all__ = [
     "ClaudeDialect",
     "ConfigError",
     "Event",
+    "FormError",
+    "FormField",
     "Image",
     "JournalingStore",
     "Lease",
@@ -69,9 +71,11 @@ __all__ = [
     "WorkspacePath",
     "WorkspaceRaceError",
     "batch_error_result",
+    "check_form",
     "child_env",
     "collect_slash_commands",
     "create_agent",
+    "form_fields",
     "hookimpl",
     "is_secret_name",
     "lease_decision",
@@ -98,6 +102,10 @@ _LAZY: dict[str, str] = {
     "ToolError": "base.errors",
     "EVENT_TYPES": "base.events",
     "Event": "base.events",
+    "FormError": "base.forms",
+    "FormField": "base.forms",
+    "check_form": "base.forms",
+    "form_fields": "base.forms",
     "Image": "base.images",
     "Message": "base.messages",
     "user_message": "base.messages",
@@ -180,6 +188,7 @@ if TYPE_CHECKING:
         ToolError,
     )
     from .base.events import EVENT_TYPES, Event
+    from .base.forms import FormError, FormField, check_form, form_fields
     from .base.images import Image
     from .base.messages import Message, user_message
     from .batch.main import BatchError, run_batch

@@ -133,7 +133,8 @@ def test_malicious_repository_decides_nothing_until_trusted(tmp_path):
         assert capture.requests and capture.requests[0].headers["authorization"] == f"Bearer {SECRET}"
         assert len(real.requests) == seen
         assert (ws / "pwned").exists()  # allow-all and the allow rule are honoured now
-        assert (ws / "mcp-started").exists()  # and the repository's server starts without asking
+        # but the repository's own server still needs a person's approval of that entry (issue 28, item 4)
+        assert not (ws / "mcp-started").exists() and "smoke mcp approve repo" in proc.stdout + proc.stderr
         assert "ignored settings" not in proc.stderr
     finally:
         real.close()

@@ -341,6 +341,18 @@ class TerminalUI:
     async def _ask_question(self, d: dict[str, Any]) -> None:
         c = self.console
         call_id = d["tool_call_id"]
+        if d.get("form") is not None:  # a form (an MCP server's elicitation): declined without a person
+            if self.approve != "ask":
+                c.print(f"[yellow]? {show(d.get('question', ''))} — a form, and no terminal is attached: "
+                        f"declined[/yellow]")
+                self.agent.respond_form(call_id, None)
+                return
+            from .forms import ask_form
+
+            async with self._lock:
+                values = await ask_form(d, console=c, read=self._read)
+            self.agent.respond_form(call_id, values)
+            return
         if self.approve != "ask":
             c.print(f"[yellow]? {show(d.get('question', ''))} — no terminal attached; answered with no answer[/yellow]")
             self.agent.respond(call_id, "(no answer: nobody is at the terminal; decide yourself and say what you chose)")

@@ -345,6 +345,23 @@ class Agent:
         """Answer an ``ask_user.required`` with ``text``."""
         self._pauses.answer(tool_call_id, str(text))
 
+    def respond_form(self, tool_call_id: str, values: dict[str, Any] | None) -> None:
+        """Answer an ``ask_user.required`` that carries a ``form``: ``values``
+        (field name → value) accepts it, None declines. Raises
+        :class:`~smoke_core.base.forms.FormError` (a ``ValueError``) naming
+        each field that does not fit the form, so the person can be asked again."""
+        import json
+
+        if values is None:
+            self._pauses.answer(tool_call_id, json.dumps({"action": "decline"}))
+            return
+        form = self._pauses.forms.get(tool_call_id)
+        if form is not None:
+            from ..base.forms import check_form
+
+            values = check_form(form, values)
+        self._pauses.answer(tool_call_id, json.dumps({"action": "accept", "content": values}))
+
     # ------------------------------------------------------------ sessions
 
     def _load_history(self) -> list[Message]:

@@ -14,6 +14,7 @@ its agent arrives as one :class:`~smoke_core.run.state.RunDeps`.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import uuid
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.errors import AgentError, AgentErrorInfo
+from ..base.forms import FormError, check_form
 from ..base.messages import Message
 from ..policy.rules import PermissionRequest
 from ..tools.context import ToolContext
@@ -172,11 +174,30 @@ class RunHandle(StepLoop, SubagentRunner):
         input: dict[str, Any] | None = None,
         reason: str | None = None,
         scope: str | None = None,
+        person: bool = False,
     ) -> bool:
         """Ask the gate (and, if it says *ask*, a person) whether ``name`` may
-        go ahead. Returns True when allowed. Used for MCP server starts."""
+        go ahead. Returns True when allowed. Used for MCP server starts.
+
+        ``person=True``: only a person's answer allows it — what the gate would
+        allow on its own (``auto_approve``, ``permission="allow-all"``, "allow
+        for this run") is asked instead; a deny still denies."""
         req = PermissionRequest(f"{kind}:{name}", kind, name, input or {}, False, reason, scope)
-        return await self._tools.request_permission(req, presentation=None)
+        return await self._tools.request_permission(req, presentation=None, person=person)
+
+    async def sample(self, messages: list[Message], *, system: str | None = None,
+                     settings: dict[str, Any] | None = None) -> tuple[Message, str | None]:
+        """One call of this run's model outside its conversation (what an MCP
+        server's ``sampling/createMessage`` asks for): ``before_model_call``
+        sees it (and may rewrite or block it), it is retried like any model
+        call, its usage and cost are the run's, and ``after_model_call``
+        observes it; its text is not streamed as the run's answer. No tools.
+        Returns the assistant message and the finish reason; raises
+        :class:`~smoke_core.AgentError` when it is blocked or fails."""
+        try:
+            return await self._model.sample(messages, system=system, settings=settings or {}, step=self._st.step)
+        except RunFailed as exc:
+            raise AgentError(exc.info) from None
 
     def add_to_task(self, blocks: list[dict[str, Any]]) -> None:
         """Attach content blocks (``{"type": "text", ...}``, images) to the
@@ -388,15 +409,48 @@ class RunHandle(StepLoop, SubagentRunner):
             self.emit("phase.changed", {"phase": phase, "previous": previous})
 
     async def _ask_user(
-        self, call_id: str, question: str, *, options: list[str] | None = None, multiple: bool = False
-    ) -> str:
-        self.emit(
-            "ask_user.required",
-            {"tool_call_id": call_id, "question": question, "options": options, "multiple": multiple},
-        )
-        answer = await self._deps.pauses.wait(call_id)
-        self.emit("ask_user.response", {"tool_call_id": call_id, "text": answer})
-        return answer
+        self, call_id: str, question: str, *, options: list[str] | None = None, multiple: bool = False,
+        form: dict[str, Any] | None = None,
+    ) -> Any:
+        pauses = self._deps.pauses
+        if form is not None and not self._listening("ask_user.required"):
+            return None  # nobody listens for questions, so nobody can fill the form in: declined
+        if form is not None:
+            pauses.forms[call_id] = form  # before the event: a listener may answer (respond_form) at once
+        try:
+            data: dict[str, Any] = {"tool_call_id": call_id, "question": question, "options": options,
+                                    "multiple": multiple}
+            if form is not None:
+                data["form"] = form
+            self.emit("ask_user.required", data)
+            answer = await pauses.wait(call_id)
+        finally:
+            pauses.forms.pop(call_id, None)
+        if form is None:
+            self.emit("ask_user.response", {"tool_call_id": call_id, "text": answer})
+            return answer
+        values, problem = form_answer(form, answer)
+        if problem:
+            self.warn(AgentErrorInfo.from_code(
+                "tool_invalid_input", f"the answer to the form {question[:80]!r} was not used: {problem}",
+                severity="warning", details={"tool_call_id": call_id},
+            ))
+        self.emit("ask_user.response", {"tool_call_id": call_id, "text": "" if values is None else json.dumps(values),
+                                        "action": "decline" if values is None else "accept"})
+        return values
+
+    async def ask_user(self, question: str, *, options: list[str] | None = None, multiple: bool = False,
+                       form: dict[str, Any] | None = None) -> Any:
+        """Ask the person from a plugin, outside any tool call (e.g. an MCP
+        server asking for input while it starts): the same pause as the
+        ``ask_user`` tool (``ask_user.required`` with a fresh ``tool_call_id``,
+        answered with ``agent.respond`` or, for a ``form``, ``agent.respond_form``).
+        Returns the text, or for a form the checked values (defaults applied)
+        or None when declined."""
+        call_id = "ask_" + uuid.uuid4().hex[:12]
+        if form is not None:
+            return await self._ask_user(call_id, question, form=form)
+        return await self._ask_user(call_id, question, options=options, multiple=multiple)
 
 
 def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
@@ -404,3 +458,23 @@ def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
         return asyncio.get_running_loop() is loop
     except RuntimeError:
         return False
+
+
+def form_answer(form: dict[str, Any], answer: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The values of a form's answer (``agent.respond_form`` sends JSON;
+    anything that is not a JSON object is a decline), and why an answer that
+    does not fit the form was not used."""
+    try:
+        data = json.loads(answer) if answer.strip().startswith("{") else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return None, None
+    if "action" in data:
+        if data.get("action") != "accept":
+            return None, None
+        data = data.get("content") or {}
+    try:
+        return check_form(form, data), None
+    except FormError as exc:
+        return None, str(exc)

@@ -5,6 +5,7 @@ the provider with retries, assemble the streamed reply, report it
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import random
 import time
@@ -94,9 +95,20 @@ class ModelCaller:
 
     async def build_request(self, step: int) -> ModelRequest:
         """The request for this step, after the ``before_model_call`` chain."""
-        messages = list(self.state.messages)
-        tools = list(self.state.schemas)
-        system = self.system_prompt()
+        return await self._chained(step, list(self.state.messages), list(self.state.schemas), self.system_prompt())
+
+    async def sample(self, messages: list[Message], *, system: str | None, settings: dict[str, Any],
+                     step: int) -> tuple[Message, str | None]:
+        """One model call on ``messages`` alone (no tools), through the hooks
+        and retries of a step; counted in the run's usage; text not streamed."""
+        request = await self._chained(step, list(messages), [], system)
+        request.settings.update(settings)
+        quiet = copy.copy(self)
+        quiet.emit = lambda type, data: None if type.startswith("text.") else self.emit(type, data)
+        return await quiet.call(request, step)
+
+    async def _chained(self, step: int, messages: list[Message], tools: list[dict[str, Any]],
+                       system: str | None) -> ModelRequest:
         if self.hooks.has("before_model_call"):
             kwargs = {
                 "messages": messages, "tools": tools, "system": system, "model": self.model,

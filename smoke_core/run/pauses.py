@@ -5,14 +5,17 @@ any thread, and may even come before the pause is registered."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 
 class PauseBroker:
-    __slots__ = ("_early", "_pending")
+    __slots__ = ("_early", "_pending", "forms")
 
     def __init__(self) -> None:
         self._pending: dict[str, asyncio.Future[str]] = {}
         self._early: dict[str, str] = {}
+        #: the form (JSON Schema) of each question that asks for one, by id
+        self.forms: dict[str, Any] = {}
 
     def is_pending(self, call_id: str) -> bool:
         return call_id in self._pending

@@ -329,16 +329,20 @@ class ToolExecutor:
     # ------------------------------------------------------------ permission
 
     async def request_permission(
-        self, request: PermissionRequest, *, presentation: dict[str, Any] | None, grants: set[str] | None = None
+        self, request: PermissionRequest, *, presentation: dict[str, Any] | None, grants: set[str] | None = None,
+        person: bool = False,
     ) -> bool:
         """Ask the gate and, when it says *ask*, a person (``permission.required``).
-        What the person grants beyond the settings (``allow_network``) is added to ``grants``."""
+        What the person grants beyond the settings (``allow_network``) is added to ``grants``.
+        ``person``: an *allow* of the gate asks a person instead (only their answer allows)."""
         gate = self.gate
         try:
             decision = await gate.decide(request)
         except Exception as exc:
             request.reason = f"the permission callable raised {type(exc).__name__}: {exc}"
             return False
+        if person and decision == "allow":
+            decision = "ask"
         if decision == "allow":
             return True
         if decision == "deny":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from .workspace import Workspace
 
@@ -95,8 +95,22 @@ class ToolContext:
         """Emit any event (e.g. ``todo.updated``) on the run's stream."""
         self._emit(type, data)
 
-    async def ask_user(self, question: str, *, options: list[str] | None = None, multiple: bool = False) -> str:
-        """Pause with ``ask_user.required`` until ``agent.respond(tool_call_id, text)``."""
+    @overload
+    async def ask_user(self, question: str, *, options: list[str] | None = None, multiple: bool = False) -> str: ...
+
+    @overload
+    async def ask_user(self, question: str, *, form: dict[str, Any]) -> dict[str, Any] | None: ...
+
+    async def ask_user(self, question: str, *, options: list[str] | None = None, multiple: bool = False,
+                       form: dict[str, Any] | None = None) -> Any:
+        """Pause with ``ask_user.required`` until ``agent.respond(tool_call_id, text)``.
+
+        With ``form`` (a flat JSON Schema object, see :mod:`smoke_core.base.forms`)
+        the person fills in a form instead (``agent.respond_form``): the
+        answer is the checked values with the schema's defaults applied, or
+        None when the person declined (or nobody is there to answer)."""
+        if form is not None:
+            return await self._ask_user(self.tool_call_id, question, form=form)
         return await self._ask_user(self.tool_call_id, question, options=options, multiple=multiple)
 
     def add_instructions(self, text: str) -> bool:

@@ -491,8 +491,56 @@ class ACPSession:
             await self.send(U.message_chunk(f"\n\n⚠ could not remember that answer ({exc}); applied to this call "
                                             f"only\n\n"))
 
+    async def _ask_form(self, d: dict[str, Any]) -> None:
+        """A form (an MCP server's elicitation): ACP's ``elicitation/create``
+        when the editor says it can show forms (client capability
+        ``elicitation.form``), else declined with a line saying why. The answer
+        is checked against the form (defaults applied); one that does not fit
+        declines, with what was wrong."""
+        assert self.agent is not None
+        from acp.schema import (
+            AcceptElicitationResponse,
+            ElicitationFormSessionMode,
+            ElicitationSchema,
+        )
+
+        from smoke_core.plugin import FormError
+
+        smoke_id = str(d["tool_call_id"])
+        question = visible(str(d.get("question", "")))
+        caps = getattr(self.client_caps, "elicitation", None)
+        if getattr(caps, "form", None) is None:
+            await self.send(U.message_chunk(f"\n\n⚠ {question} — this asks for a form, and your editor cannot show "
+                                            f"forms (no elicitation capability): declined\n\n"))
+            self.agent.respond_form(smoke_id, None)
+            return
+        try:
+            schema = ElicitationSchema.model_validate(d["form"])
+            response = await self.conn.create_elicitation(
+                message=question, mode=ElicitationFormSessionMode(session_id=self.session_id, requested_schema=schema))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("smoke acp: the form could not be shown (%s); declined", exc)
+            await self.send(U.message_chunk(f"\n\n⚠ {question} — the form could not be shown in your editor "
+                                            f"({type(exc).__name__}): declined\n\n"))
+            self.agent.respond_form(smoke_id, None)
+            return
+        if not isinstance(response, AcceptElicitationResponse):
+            self.agent.respond_form(smoke_id, None)
+            return
+        try:
+            self.agent.respond_form(smoke_id, dict(response.content or {}))
+        except FormError as exc:
+            await self.send(U.message_chunk(f"\n\n⚠ the answer to {question!r} does not fit the form ({exc}): "
+                                            f"declined\n\n"))
+            self.agent.respond_form(smoke_id, None)
+
     async def _ask_question(self, d: dict[str, Any]) -> None:
         assert self.agent is not None
+        if d.get("form") is not None:
+            await self._ask_form(d)
+            return
         smoke_id = str(d["tool_call_id"])
         question = str(d.get("question", ""))
         options = [str(o) for o in d.get("options") or []]

@@ -27,6 +27,8 @@ from acp.client.connection import ClientSideConnection
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
+    CreateFormSessionElicitationRequest,
+    DeclineElicitationResponse,
     DeniedOutcome,
     FileSystemCapabilities,
     InitializeResponse,
@@ -61,6 +63,7 @@ AGENT_TO_CLIENT = {
     "session/request_permission": RequestPermissionRequest,
     "fs/read_text_file": ReadTextFileRequest,
     "fs/write_text_file": WriteTextFileRequest,
+    "elicitation/create": CreateFormSessionElicitationRequest,
 }
 #: The result model of each client request.
 RESULTS = {
@@ -160,6 +163,7 @@ class Client:
         self.buffers: dict[str, str] = {}
         self.reads: list[str] = []
         self.writes: list[tuple[str, str]] = []
+        self.elicitations: list[tuple[str, Any]] = []
         self._changed = asyncio.Condition()
 
     async def _notify(self) -> None:
@@ -187,6 +191,13 @@ class Client:
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append(update)
         await self._notify()
+
+    #: ``elicit(message, mode) -> response`` answers ``elicitation/create`` (default: decline)
+    elicit: Callable[[str, Any], Any] = staticmethod(lambda message, mode: DeclineElicitationResponse(action="decline"))
+
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
+        self.elicitations.append((message, mode))
+        return self.elicit(message, mode)
 
     async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
                              **kwargs: Any) -> ReadTextFileResponse:
@@ -219,7 +230,9 @@ class AgentProcess:
         self.sent: dict[Any, str] = {}
         self._feed = asyncio.StreamReader(limit=64 * 1024 * 1024)
         self._tee = asyncio.ensure_future(self._pump())
-        self.conn = ClientSideConnection(client, proc.stdin, self._feed, observers=[self._observe])
+        # use_unstable_protocol: elicitation/create (forms) is still unstable in ACP
+        self.conn = ClientSideConnection(client, proc.stdin, self._feed, observers=[self._observe],
+                                         use_unstable_protocol=True)
 
     def _observe(self, event: Any) -> None:
         message = event.message

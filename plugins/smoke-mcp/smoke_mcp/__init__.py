@@ -23,6 +23,7 @@ from ._config import TRANSPORTS, MCPServerConfig, load_server_configs
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
     import click
 
@@ -50,6 +51,7 @@ __all__ = [
     "list_mcp_prompts",
     "load_server_configs",
     "mcp_state",
+    "set_roots",
     "slash_command",
 ]
 
@@ -90,6 +92,17 @@ async def before_run(run: RunHandle) -> None:
 
 
 @hookimpl
+def after_run(run: RunHandle) -> None:
+    if run.parent is not None:
+        return
+    from ._state import mcp_state as _get
+
+    state = _get(run.agent)
+    if state is not None and state.current_run is run:
+        state.current_run = None  # between runs a server's requests are declined
+
+
+@hookimpl
 def register_slash_commands(register: Callable[..., Any], agent: Agent) -> None:
     """Each prompt of a running MCP server is ``/mcp__<server>__<prompt> [args]``
     in a chat: ``key=value`` pairs, or the text itself for a prompt with one
@@ -116,13 +129,15 @@ async def close_agent(agent: Agent) -> None:
 
 @hookimpl
 def register_settings(register: Callable[..., Any]) -> None:
-    from ._settings import DESCRIPTION, MCPServersSetting
+    from ._settings import DESCRIPTION, MCP_DESCRIPTION, MCPServersSetting, MCPSettings
 
     # trusted_only: a repository's own settings may not add servers (nor trust them);
     # code_only: smoke-mcp reads the settings files and .mcp.json itself, keeping
     # where each server came from (its trust depends on it)
     register("mcp_servers", MCPServersSetting, default=None, trusted_only=True, description=DESCRIPTION,
              code_only=True)
+    # trusted_only: a repository must not turn "deny" back into "ask", nor raise the limits
+    register("mcp", MCPSettings, default=MCPSettings(), trusted_only=True, description=MCP_DESCRIPTION)
 
 
 @hookimpl
@@ -146,6 +161,31 @@ async def get_mcp_prompt(agent: Agent, server: str, prompt: str,
     from ._prompts import get_mcp_prompt as _get
 
     return await _get(agent, server, prompt, arguments)
+
+
+async def set_roots(agent: Agent, paths: list[str | Path] | None) -> int:
+    """The folders the agent's MCP servers see as its roots (``roots/list``):
+    ``paths``, or the workspace again with None. Servers that listed the
+    roots before are told they changed (``notifications/roots/list_changed``;
+    servers on the 2026-07-28 protocol ask again per request instead).
+    Returns how many servers were told."""
+    from pathlib import Path
+
+    from ._state import mcp_state as _get
+
+    state = _get(agent, create=True)
+    assert state is not None
+    state.roots = None if paths is None else [Path(p) for p in paths]
+    told = 0
+    for conn in list(state.connections.values()):
+        try:
+            told += bool(await conn.roots_changed())
+        except Exception as exc:  # a dead server is told when it restarts (it lists the roots again)
+            import logging
+
+            logging.getLogger("smoke.mcp").info("smoke-mcp: could not tell %s its roots changed: %s",
+                                                conn.config.name, exc)
+    return told
 
 
 async def list_mcp_prompts(agent: Agent, server: str | None = None) -> MCPPromptList:

@@ -1,6 +1,7 @@
 """``smoke mcp list``, ``smoke mcp tools NAME``, ``smoke mcp resources NAME``,
-``smoke mcp read NAME URI``, ``smoke mcp prompts NAME`` and ``smoke mcp prompt
-NAME PROMPT [ARG=VALUE]...``."""
+``smoke mcp read NAME URI``, ``smoke mcp prompts NAME``, ``smoke mcp prompt
+NAME PROMPT [ARG=VALUE]...``, ``smoke mcp approve NAME``, ``smoke mcp login
+NAME`` and ``smoke mcp logout NAME``."""
 
 from __future__ import annotations
 
@@ -113,7 +114,11 @@ def list_command(workspace: str, check: bool, as_json: bool) -> None:
     Exit status: 1 when the configuration has problems (printed as warnings on
     stderr) or when --check finds a server that failed to start; 0 otherwise.
     The listing is printed in full either way."""
+    from ._approvals import approval_state, describe_state
+    from ._oauth import TokenStore, auth_state
+
     root, servers, problems = _load(workspace)
+    store = TokenStore()
     rows: list[dict[str, Any]] = [
         {
             "name": cfg.name,
@@ -122,6 +127,11 @@ def list_command(workspace: str, check: bool, as_json: bool) -> None:
             "source": cfg.source,
             "origin": cfg.origin,
             "status": "configured",
+            # a workspace's own entry starts only once a person approved this exact content
+            "approval": (describe_state(approval_state(root, cfg.name, cfg.digest), cfg.name)
+                         if cfg.origin == "repository" and not cfg.trusted
+                         else "trusted" if cfg.trusted else "asks once per agent"),
+            "auth": auth_state(cfg, store),
         }
         for cfg in servers.values()
     ]
@@ -160,12 +170,16 @@ def _print_listing(rows: list[dict[str, Any]], root: Path, as_json: bool) -> Non
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from smoke_core.display import visible
 
     table = Table(title=f"MCP servers ({len(rows)})")
-    for col in ("server", "type", "command / URL", "configured in", "status"):
+    for col in ("server", "type", "command / URL", "configured in", "approval", "login", "status"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["name"], r["type"], r["target"] or "", r["source"], r["status"])
+        cells = (r["name"], r["type"], r["target"] or "", r["source"], r["approval"], r["auth"], r["status"])
+        table.add_row(*(Text(visible(str(c), space_run=0)) for c in cells))
     Console().print(table)
 
 
@@ -374,3 +388,106 @@ def prompt_command(name: str, prompt: str, arguments: tuple[str, ...], workspace
     for message in messages:
         click.echo(f"--- {message['role']}")
         _print_blocks(message["content"])
+
+
+@mcp_group.command("approve")
+@click.argument("name")
+@_workspace_option
+def approve_command(name: str, workspace: str) -> None:
+    """Approve the workspace's own MCP server NAME (from .mcp.json or .smoke/config*.yaml)
+    as it is written now: it then starts without asking, until its entry changes."""
+    from ._approvals import approval_state, approve
+
+    root, servers, _ = _load(workspace)
+    cfg = servers.get(name)
+    if cfg is None:
+        known = ", ".join(servers) or "none"
+        raise click.UsageError(f"no MCP server named {name!r} is configured (configured: {known})")
+    if cfg.origin != "repository":
+        click.echo(f"MCP server {name!r} comes from {cfg.source}, not from the workspace: it needs no approval "
+                   f"here (it asks once per agent unless it is marked trusted)")
+        return
+    from smoke_core.display import visible
+
+    click.echo(f"MCP server {name!r} from {cfg.source}:")
+    target = cfg.target()
+    for key, value in target.items():
+        click.echo(f"  {key}: {visible(json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value)}")
+    if approval_state(root, name, cfg.digest) == "approved":
+        click.echo("already approved as it is written now")
+        return
+    approve(root, name, cfg.digest, what=cfg.describe())
+    click.echo(f"approved: {name!r} starts without asking in {root} until its entry changes")
+
+
+def _login_store_and_key(name: str, workspace: str) -> tuple[Path, MCPServerConfig, Any]:
+    from ._oauth import TokenStore
+
+    root, servers, _ = _load(workspace)
+    cfg = servers.get(name)
+    if cfg is None:
+        known = ", ".join(servers) or "none"
+        raise click.UsageError(f"no MCP server named {name!r} is configured (configured: {known})")
+    if cfg.transport == "stdio":
+        raise click.UsageError(f"MCP server {name!r} is a local command (stdio): it takes its credentials from "
+                               f"'env' in {cfg.source}, there is nothing to log in to")
+    if cfg.oauth is None or not cfg.oauth.enabled:
+        raise click.UsageError(f"MCP server {name!r} does not log in with OAuth ('oauth: false', or its own "
+                               f"Authorization header in {cfg.source})")
+    return root, cfg, TokenStore()
+
+
+@mcp_group.command("login")
+@click.argument("name")
+@_workspace_option
+def login_command(name: str, workspace: str) -> None:
+    """Log in to the HTTP MCP server NAME with OAuth: your browser opens (the address
+    is printed too) and Smoke waits for it on 127.0.0.1. The tokens are kept in the
+    system keyring, or a file only you can read in your state folder."""
+    from ._connection import MCPServerConnection, MCPServerError
+    from ._interact import LoginHost
+    from ._oauth import record_key
+    from ._schema import sanitize_server_name
+
+    root, cfg, store = _login_store_and_key(name, workspace)
+    record = store.get(record_key(cfg)) or {}
+    if record.pop("tokens", None) is not None:  # a fresh login; the client registration is kept
+        record.pop("expires_at", None)
+        store.put(record_key(cfg), record)
+    click.echo(f"logging in to MCP server {name!r} ({cfg.url}) from {cfg.source}", err=True)
+    host = LoginHost(root, lambda text: click.echo(text, err=True))
+
+    async def go() -> str | None:
+        with tempfile.TemporaryDirectory(prefix="smoke-mcp-") as tmp:
+            conn = MCPServerConnection(cfg, workspace_root=root, host=host,
+                                       stderr_path=Path(tmp) / f"mcp-{sanitize_server_name(name)}.stderr.log")
+            try:
+                await conn.start()
+            except MCPServerError as exc:
+                return exc.message
+            await conn.close()
+            return None
+
+    import asyncio
+
+    error = asyncio.run(go())
+    if error is not None:
+        raise click.ClickException(error)
+    if (store.get(record_key(cfg)) or {}).get("tokens"):
+        click.echo(f"logged in to {name!r}; the tokens are kept in {store.location()}")
+    else:
+        click.echo(f"MCP server {name!r} answered without asking for a login: nothing to store")
+
+
+@mcp_group.command("logout")
+@click.argument("name")
+@_workspace_option
+def logout_command(name: str, workspace: str) -> None:
+    """Forget the login to the MCP server NAME (its tokens and client registration)."""
+    from ._oauth import record_key
+
+    _, cfg, store = _login_store_and_key(name, workspace)
+    if store.delete(record_key(cfg)):
+        click.echo(f"logged out of {name!r}: its tokens were removed from {store.location()}")
+    else:
+        click.echo(f"not logged in to {name!r}: nothing stored in {store.location()}")

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 #: Transport names accepted in ``type`` (``http`` is an alias of ``streamable-http``).
 TRANSPORTS = ("stdio", "http", "streamable-http", "sse")
@@ -33,6 +34,111 @@ _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _SECRET_VAR = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
 
 Origin = Literal["code", "user", "repository"]
+#: ``protocol``: ``auto`` negotiates (``server/discover`` of 2026-07-28, else the
+#: 2025 ``initialize`` handshake); ``legacy`` only handshakes; a version pins it
+PROTOCOLS = ("auto", "legacy", "2026-07-28")
+_OAUTH_KEYS = {
+    "client_id": "client_id", "clientId": "client_id", "client_secret": "client_secret",
+    "scope": "scope", "client_metadata_url": "client_metadata_url", "callback_port": "callback_port",
+    "callbackPort": "callback_port", "grant": "grant", "token_endpoint_auth_method": "token_endpoint_auth_method",
+    "issuer": "issuer", "private_key": "private_key", "private_key_file": "private_key_file",
+    "signing_algorithm": "signing_algorithm",
+}
+#: what a workspace file may never hand a server: it is the person's to give
+_OAUTH_SECRETS = ("client_secret", "private_key", "private_key_file")
+
+
+@dataclass(slots=True)
+class OAuthConfig:
+    """How Smoke logs in to an HTTP server (key ``oauth`` of an entry).
+
+    By default every HTTP server may ask for an OAuth login (a 401 answer
+    starts the SDK's discovery); ``oauth: false`` turns it off, and an entry
+    with its own ``Authorization`` header and no ``oauth`` key keeps to that
+    header. ``client_id`` / ``client_secret``: a pre-registered client;
+    ``grant: client_credentials`` for machines (no browser; with
+    ``client_secret`` or ``private_key`` / ``private_key_file`` for
+    ``private_key_jwt``); ``scope``; ``client_metadata_url`` (a client-ID
+    metadata document, https); ``callback_port`` for the browser's answer."""
+
+    enabled: bool = True
+    client_id: str | None = None
+    client_secret: str | None = None
+    scope: str | None = None
+    client_metadata_url: str | None = None
+    callback_port: int | None = None
+    grant: str = "authorization_code"
+    token_endpoint_auth_method: str | None = None
+    issuer: str | None = None
+    private_key: str | None = None
+    signing_algorithm: str | None = None
+
+    def public(self) -> dict[str, Any]:
+        """What a person sees and approves (never a secret)."""
+        out: dict[str, Any] = {"grant": self.grant}
+        for key in ("client_id", "scope", "client_metadata_url", "callback_port", "issuer"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        if self.client_secret is not None:
+            out["client_secret"] = "(set)"
+        if self.private_key is not None:
+            out["private_key"] = "(set)"
+        return out
+
+
+def _parse_oauth(raw: Any, where: str, *, from_workspace: bool) -> tuple[OAuthConfig | None, str | None, list[str]]:
+    """(config, problem that skips the entry, notes that do not)."""
+    if raw is None:
+        return OAuthConfig(), None, []
+    if raw is False:
+        return OAuthConfig(enabled=False), None, []
+    if raw is True:
+        return OAuthConfig(), None, []
+    if not isinstance(raw, dict):
+        return None, f"{where}: 'oauth' must be false or an object (client_id, scope, ...), got {raw!r}", []
+    values: dict[str, Any] = {}
+    notes: list[str] = []
+    for key, value in raw.items():
+        name = _OAUTH_KEYS.get(key)
+        if name is None:
+            return None, (f"{where}: 'oauth' has no key {key!r} (known: "
+                          f"{', '.join(sorted(k for k in _OAUTH_KEYS if '_' in k or k.islower()))})"), []
+        if name in _OAUTH_SECRETS and from_workspace:
+            notes.append(f"{where}: 'oauth.{key}' is ignored: a file in the workspace may name a server, never "
+                         f"its secrets; define the server (same name and url) with its 'oauth' settings in your "
+                         f"user config ({user_config_path()})")
+            continue
+        values[name] = value
+    port = values.get("callback_port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
+        return None, f"{where}: 'oauth.callback_port' must be a port number, got {port!r}", []
+    grant = values.get("grant", "authorization_code")
+    if grant not in ("authorization_code", "client_credentials"):
+        return None, f"{where}: 'oauth.grant' must be authorization_code or client_credentials, got {grant!r}", []
+    for key in ("client_id", "client_secret", "scope", "client_metadata_url", "token_endpoint_auth_method",
+                "issuer", "private_key", "private_key_file", "signing_algorithm"):
+        if key in values and not isinstance(values[key], str):
+            return None, f"{where}: 'oauth.{key}' must be a string, got {values[key]!r}", []
+    for key in ("client_id", "client_secret", "issuer", "client_metadata_url"):
+        if isinstance(values.get(key), str):
+            values[key] = _expand(values[key])
+    key_file = values.pop("private_key_file", None)
+    if key_file is not None:
+        try:
+            values["private_key"] = Path(_expand(key_file)).expanduser().read_text(encoding="utf-8")
+        except OSError as exc:
+            return None, f"{where}: 'oauth.private_key_file' cannot be read ({exc.strerror or exc})", notes
+    url = values.get("client_metadata_url")
+    if url is not None and not (url.startswith("https://") and urlsplit(url).path not in ("", "/")):
+        return None, (f"{where}: 'oauth.client_metadata_url' must be an https URL with a path (a client-ID "
+                      f"metadata document), got {url!r}"), notes
+    if grant == "client_credentials":
+        if not values.get("client_id"):
+            return None, f"{where}: 'oauth.grant: client_credentials' needs 'oauth.client_id'", notes
+        if not values.get("client_secret") and not values.get("private_key"):
+            return None, (f"{where}: 'oauth.grant: client_credentials' needs 'oauth.client_secret' or "
+                          f"'oauth.private_key_file' (in your user config, never in a workspace file)"), notes
+    return OAuthConfig(**values), None, notes
 
 
 @dataclass(slots=True)
@@ -67,6 +173,12 @@ class MCPServerConfig:
     sandbox_network: bool = False
     source: str = "create_agent(mcp_servers=...)"
     origin: Origin = "code"
+    #: HTTP servers: how to log in (None for stdio)
+    oauth: OAuthConfig | None = None
+    protocol: str = "auto"
+    #: sha256 of what the entry says runs (see :func:`entry_digest`): what a
+    #: person approves for a workspace's own server
+    digest: str = ""
 
     def target(self) -> dict[str, Any]:
         """What a person approves: the command line or the URL, and the names
@@ -79,6 +191,8 @@ class MCPServerConfig:
         out = {"url": self.url, "transport": self.transport}
         if self.headers:
             out["headers"] = sorted(self.headers)
+        if self.oauth is not None and self.oauth.enabled and (self.oauth.client_id or self.oauth.grant != "authorization_code"):
+            out["oauth"] = self.oauth.public()
         return out
 
     def describe(self) -> str:
@@ -146,10 +260,29 @@ def identity(raw: Any) -> tuple[Any, ...] | None:
             mapping(raw.get("env")), str(raw.get("cwd")), str(raw.get("url")), mapping(raw.get("headers")))
 
 
+def entry_digest(raw: dict[str, Any]) -> str:
+    """sha256 of what an entry says runs, as written (before ``${VAR}``
+    expansion): transport, command, args, env, cwd, URL, headers, sandbox,
+    protocol and OAuth settings — not the timeouts, ``trusted`` or ``disabled``."""
+    import hashlib
+
+    kind = raw.get("type", raw.get("transport"))
+    if kind is None:
+        kind = "stdio" if raw.get("command") is not None else "streamable-http"
+    if kind == "http":
+        kind = "streamable-http"
+    what = {"type": kind, **{k: raw.get(k) for k in ("command", "args", "env", "cwd", "url", "headers", "sandbox",
+                                                      "protocol", "oauth")}}
+    text = json.dumps(what, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def parse_server(name: Any, raw: Any, *, source: str, allow_trusted: bool, origin: Origin = "code",
-                 refuse_secrets: bool = False) -> tuple[MCPServerConfig | None, str | None]:
+                 refuse_secrets: bool = False, notes: list[str] | None = None) -> tuple[MCPServerConfig | None, str | None]:
     """Turn one entry into a config. Returns (config, None), (None, problem),
     or (None, None) for an entry that is switched off (``disabled: true``).
+    ``notes`` collects problems that do not skip the entry (a secret a
+    workspace file may not set, ignored).
 
     ``refuse_secrets``: the entry comes from a workspace the person has not
     trusted, so ``${VAR}`` naming a secret (:func:`is_secret_variable`) is a
@@ -200,11 +333,15 @@ def parse_server(name: Any, raw: Any, *, source: str, allow_trusted: bool, origi
         if isinstance(value, str):
             return None, value
     assert isinstance(timeout, float) and isinstance(connect_timeout, float)
+    protocol = raw.get("protocol", "auto")
+    if protocol not in PROTOCOLS:
+        return None, f"{where}: 'protocol' must be one of {', '.join(PROTOCOLS)}, got {protocol!r}"
     cfg = MCPServerConfig(
         name=name, transport=kind, timeout=timeout, connect_timeout=connect_timeout, source=source,
         trusted=raw.get("trusted") is True and allow_trusted, origin=origin,
         sandbox=None if sandbox is None else bool(sandbox),
         sandbox_network=isinstance(sandbox, dict) and sandbox.get("network") is True,
+        protocol=protocol, digest=entry_digest(raw),
     )
     if kind == "stdio":
         if not isinstance(command, str) or not command.strip():
@@ -218,6 +355,8 @@ def parse_server(name: Any, raw: Any, *, source: str, allow_trusted: bool, origi
         cwd = raw.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
             return None, f"{where}: 'cwd' must be a string path, got {cwd!r}"
+        if "oauth" in raw:
+            return None, f"{where}: 'oauth' is for HTTP servers (url); a stdio server gets its credentials in 'env'"
         cfg.command = _expand(command)
         cfg.args = [_expand(str(a)) for a in args]
         cfg.env = {k: _expand(str(v)) for k, v in env.items()}
@@ -233,6 +372,15 @@ def parse_server(name: Any, raw: Any, *, source: str, allow_trusted: bool, origi
             return None, f"{where}: 'headers' must be an object of Header: value strings"
         cfg.url = url
         cfg.headers = {k: _expand(str(v)) for k, v in headers.items()}
+        raw_oauth = raw.get("oauth")
+        if raw_oauth is None and any(k.lower() == "authorization" for k in cfg.headers):
+            raw_oauth = False  # the entry brings its own credentials
+        oauth, problem, oauth_notes = _parse_oauth(raw_oauth, where, from_workspace=origin == "repository")
+        if problem:
+            return None, problem
+        if notes is not None:
+            notes.extend(oauth_notes)
+        cfg.oauth = oauth
     return cfg, None
 
 
@@ -264,7 +412,7 @@ def _parse_block(block: Any, *, source: str, origin: Origin, reading: _Reading, 
         if origin in reading.raw:
             reading.raw[origin][name] = (raw, source)
         cfg, problem = parse_server(name, raw, source=source, allow_trusted=origin != "repository",
-                                    origin=origin, refuse_secrets=refuse_secrets)
+                                    origin=origin, refuse_secrets=refuse_secrets, notes=reading.problems)
         if problem:
             reading.problems.append(problem)
         if cfg is not None:
@@ -349,6 +497,11 @@ def load_server_configs(workspace_root: Path, from_code: Any = None, *,
             continue
         user_raw, _ = reading.raw["user"][name]
         repo_raw, _ = reading.raw["repository"][name]
+        if cfg.transport != "stdio" and isinstance(user_raw, dict) and isinstance(user_raw.get("oauth"), dict):
+            # the person's own login settings (their client secret) for the server the workspace names
+            mine, _, _ = _parse_oauth(user_raw["oauth"], f"{user}: server {name!r}", from_workspace=False)
+            if mine is not None and _expand(str(user_raw.get("url"))) == cfg.url:
+                cfg.oauth = mine
         if isinstance(user_raw, dict) and user_raw.get("trusted") is True and identity(user_raw) == identity(repo_raw):
             cfg.trusted = True
             cfg.source += f" (trusted in {user})"

@@ -10,6 +10,15 @@ queue, and exits them when asked to close — from whatever task asks.
 Server notifications are noted, never acted on mid-run: ``tools/list_changed``
 sets :attr:`MCPServerConnection.tools_changed`, and the next run re-lists the
 tools before its tool list is fixed.
+
+The session is the SDK's ``mcp.client.Client``: it negotiates the protocol
+(``server/discover`` of 2026-07-28, else the 2025 ``initialize`` handshake),
+drives a server's ``InputRequiredResult`` rounds, and serves the server's
+own requests — elicitation, sampling, roots — through the connection's
+:attr:`~MCPServerConnection.host` (:mod:`smoke_mcp._interact`). An HTTP server
+that asks for OAuth gets the SDK's client auth (:mod:`smoke_mcp._oauth`).
+Time spent waiting on a person (a login, a form, a sampling approval) does
+not count against the start or call timeouts.
 """
 
 from __future__ import annotations
@@ -18,7 +27,8 @@ import asyncio
 import contextlib
 import math
 import shutil
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,9 +103,21 @@ class MCPServerConnection:
     """
 
     def __init__(self, config: MCPServerConfig, *, workspace_root: Path, stderr_path: Path,
-                 sandbox: Any = None) -> None:
+                 sandbox: Any = None, host: Any = None) -> None:
+        from ._interact import Host
+
         self.config = config
         self.workspace_root = workspace_root
+        #: how the server's own requests (elicitation, sampling, roots, a login) are served
+        self.host = host if host is not None else Host(workspace_root)
+        #: the negotiated protocol version (``2025-11-25``, ``2026-07-28``...)
+        self.protocol_version: str | None = None
+        #: the roots last given to the server (to know when ``roots/list_changed`` is due)
+        self.roots_sent: list[str] | None = None
+        self._person_waits = 0
+        self._person_since = 0.0
+        self._person_total = 0.0
+        self._start_left: float | None = None
         self.stderr_path = stderr_path
         #: the agent's sandbox settings (``options.sandbox``); None = never sandboxed
         self.sandbox_settings = sandbox
@@ -140,10 +162,17 @@ class MCPServerConnection:
         self._requests = asyncio.Queue()
         self._task = loop.create_task(self._main(), name=f"smoke-mcp:{self.config.name}")
         try:
-            # _main enforces the connect timeout itself; this bound is a backstop
+            # _main enforces the connect timeout itself; this bound is a backstop (not
+            # counting the time a person is asked something: a login, a form)
             waiters: set[asyncio.Future[Any]] = {self._ready, self._task}
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED,
-                               timeout=self.config.connect_timeout + _CLOSE_GRACE)
+            started, paused = time.monotonic(), self.person_paused()
+            while not self._ready.done() and not self._task.done():
+                left = self.config.connect_timeout + _CLOSE_GRACE - (
+                    time.monotonic() - started - (self.person_paused() - paused))
+                if left <= 0:
+                    break
+                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED,
+                                   timeout=min(left, 1.0) if self._person_waits else left)
         except BaseException:
             await self.close()
             raise
@@ -160,11 +189,45 @@ class MCPServerConnection:
                         on_progress: Callable[..., Any] | None = None) -> Any:
         """Call a tool; returns the SDK's ``CallToolResult``. Raises :class:`MCPServerError`."""
 
-        async def op(session: Any) -> Any:
-            return await session.call_tool(name, arguments, read_timeout_seconds=timeout,
-                                           progress_callback=on_progress)
+        async def op(client: Any) -> Any:
+            # no SDK read timeout: the connection's own bound stops while a person is asked
+            return await client.call_tool(name, arguments, progress_callback=on_progress)
 
         return await self.request(name, op, timeout=timeout, tool=True)
+
+    # ------------------------------------------------------------ waiting on a person
+
+    def person_paused(self) -> float:
+        """Seconds spent waiting on a person so far (the clock that timeouts subtract)."""
+        ongoing = time.monotonic() - self._person_since if self._person_waits else 0.0
+        return self._person_total + ongoing
+
+    @contextlib.contextmanager
+    def waiting_on_person(self) -> Iterator[None]:
+        """Held while a person is asked something for this server: the start
+        deadline and the calls' timeouts stop."""
+        if self._person_waits == 0:
+            self._person_since = time.monotonic()
+            scope = self._scope
+            if scope is not None and self._ready is not None and not self._ready.done():
+                import anyio
+
+                self._start_left = scope.deadline - anyio.current_time()
+                scope.deadline = math.inf
+        self._person_waits += 1
+        try:
+            yield
+        finally:
+            self._person_waits -= 1
+            if self._person_waits == 0:
+                self._person_total += time.monotonic() - self._person_since
+                scope = self._scope
+                if scope is not None and self._start_left is not None and self._ready is not None \
+                        and not self._ready.done():
+                    import anyio
+
+                    scope.deadline = anyio.current_time() + self._start_left
+                self._start_left = None
 
     async def refresh_tools(self, *, timeout: float) -> list[Any]:
         """List the tools again (after ``tools/list_changed``); updates :attr:`tools`."""
@@ -189,8 +252,13 @@ class MCPServerConnection:
             )
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._requests.put_nowait((fut, what, op, timeout, tool))
+        started, paused = time.monotonic(), self.person_paused()
         try:
-            await asyncio.wait({fut, self._task}, return_when=asyncio.FIRST_COMPLETED, timeout=timeout + 5)
+            while not fut.done() and not self._task.done():
+                left = timeout + 5 - (time.monotonic() - started - (self.person_paused() - paused))
+                if left <= 0:
+                    break
+                await asyncio.wait({fut, self._task}, return_when=asyncio.FIRST_COMPLETED, timeout=left)
         finally:
             if not fut.done():
                 fut.cancel()  # tells the owning task to cancel the request
@@ -236,17 +304,17 @@ class MCPServerConnection:
                 self._scope = scope
                 scope.deadline = anyio.current_time() + cfg.connect_timeout
                 async with contextlib.AsyncExitStack() as stack:
-                    session = await self._open(stack)
-                    init = await session.initialize()
-                    self.server_info = getattr(init, "server_info", None)
-                    self.capabilities = getattr(init, "capabilities", None)
+                    client = await self._open(stack)
+                    self.server_info = client.server_info
+                    self.capabilities = client.server_capabilities
+                    self.protocol_version = client.protocol_version
                     self.tools_changed = False  # what is listed now is current
-                    tools = await self._list_tools(session)
+                    tools = await self._list_tools(client)
                     scope.deadline = math.inf
                     self.tools = tools
                     self.alive = True
                     self._ready.set_result(tools)
-                    await self._serve(session)
+                    await self._serve(client)
             if scope.cancelled_caught and not self._ready.done():
                 self._ready.set_exception(self._failure(None, starting=True, timed_out=True))
         except BaseException as exc:
@@ -298,7 +366,12 @@ class MCPServerConnection:
         return launch.argv, launch.env
 
     async def _open(self, stack: contextlib.AsyncExitStack) -> Any:
-        from mcp import ClientSession
+        """The transport and the SDK's ``Client`` on it, entered on ``stack``
+        (the protocol is negotiated when the client is entered)."""
+        from mcp.client import Client
+        from mcp.types import Implementation
+
+        from smoke_core import __version__
 
         cfg = self.config
         if cfg.transport == "stdio":
@@ -311,13 +384,12 @@ class MCPServerConnection:
                 cwd = self.workspace_root / cwd
             argv, env = self._launch(cwd)
             params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=str(cwd))
-            read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+            transport: Any = stdio_client(params, errlog=errlog)
         elif cfg.transport == "sse":
             from mcp.client.sse import sse_client
 
-            read, write = await stack.enter_async_context(
-                sse_client(cfg.url or "", headers=dict(cfg.headers) or None, timeout=cfg.connect_timeout)
-            )
+            transport = sse_client(cfg.url or "", headers=dict(cfg.headers) or None, timeout=cfg.connect_timeout,
+                                   auth=self._auth())
         else:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
@@ -326,15 +398,71 @@ class MCPServerConnection:
             client = create_mcp_http_client(
                 headers=dict(cfg.headers) or None,
                 timeout=httpx2.Timeout(cfg.connect_timeout, read=max(cfg.timeout, 300.0)),
+                auth=self._auth(),
             )
+
             async def note_status(response: Any) -> None:
                 if response.status_code >= 400:
                     self._http_status = response.status_code
 
             client.event_hooks["response"].append(note_status)
             await stack.enter_async_context(client)
-            read, write = await stack.enter_async_context(streamable_http_client(cfg.url or "", http_client=client))
-        return await stack.enter_async_context(ClientSession(read, write, message_handler=self._on_message))
+            transport = streamable_http_client(cfg.url or "", http_client=client)
+        host = self.host
+        callbacks: dict[str, Any] = {
+            "elicitation_callback": self._elicit,
+            "list_roots_callback": self._roots,
+        }
+        if host.sampling_allowed():
+            callbacks["sampling_callback"] = self._sample
+        return await stack.enter_async_context(Client(
+            transport, mode=cfg.protocol, client_info=Implementation(name="smoke", version=__version__),
+            message_handler=self._on_message, cache=None, **callbacks,
+        ))
+
+    def _auth(self) -> Any:
+        from ._oauth import build_auth
+
+        async def login(url: str) -> None:
+            await self.host.login(self, url)
+
+        return build_auth(self.config, login=login, waiting=self.waiting_on_person)
+
+    # the server's own requests: answered by the host, never by the model alone
+
+    async def _elicit(self, context: Any, params: Any) -> Any:
+        return await self.host.elicit(self, params)
+
+    async def _sample(self, context: Any, params: Any) -> Any:
+        return await self.host.sample(self, params)
+
+    async def _roots(self, context: Any) -> Any:
+        from mcp.types import ListRootsResult
+
+        roots = self.host.roots(self)
+        self.roots_sent = [str(r.uri) for r in roots]
+        return ListRootsResult(roots=roots)
+
+    async def roots_changed(self) -> bool:
+        """Tell the server its roots changed (``notifications/roots/list_changed``),
+        when it listed them before and they differ now. The 2026-07-28
+        protocol has no client notifications (a server asks again per
+        request): nothing is sent there. True when a notification was sent."""
+        if self.roots_sent is None or not self.usable():
+            return False
+        now = [str(r.uri) for r in self.host.roots(self)]
+        if now == self.roots_sent or (self.protocol_version or "") >= "2026":
+            return False
+
+        async def notify(client: Any) -> None:
+            import warnings
+
+            with warnings.catch_warnings():  # deprecated by SEP-2577 for 2026-07-28; current for 2025
+                warnings.simplefilter("ignore")
+                await client.session.send_roots_list_changed()
+
+        await self.request("notifications/roots/list_changed", notify, timeout=self.config.timeout)
+        return True
 
     async def _on_message(self, message: Any) -> None:
         """Server notifications (and transport exceptions, which the session
@@ -345,20 +473,38 @@ class MCPServerConnection:
         if isinstance(message, ToolListChangedNotification):
             self.tools_changed = True
 
-    async def _list_tools(self, session: Any) -> list[Any]:
-        return await paginate(session.list_tools, "tools")
+    async def _list_tools(self, client: Any) -> list[Any]:
+        return await paginate(client.list_tools, "tools")
 
     async def _serve(self, session: Any) -> None:
         import anyio
 
         assert self._requests is not None
         async with anyio.create_task_group() as tg:
+            tools_cap = getattr(self.capabilities, "tools", None)
+            if (self.protocol_version or "") >= "2026" and getattr(tools_cap, "list_changed", None):
+                tg.start_soon(self._listen_for_changes, session)
             while True:
                 item = await self._requests.get()
                 if item is None:
                     break
                 tg.start_soon(self._handle, session, item)
             tg.cancel_scope.cancel()
+
+    async def _listen_for_changes(self, client: Any) -> None:
+        """2026-07-28 servers announce changes only on a ``subscriptions/listen``
+        stream (no unsolicited notifications): noted like ``tools/list_changed``."""
+        from mcp.client.subscriptions import ToolsListChanged
+
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for event in subscription:
+                    if isinstance(event, ToolsListChanged):
+                        self.tools_changed = True
+        except Exception as exc:  # the stream is an extra: tools are still listed at each start
+            import logging
+
+            logging.getLogger("smoke.mcp").debug("smoke-mcp: %s: no change stream (%s)", self.config.name, exc)
 
     async def _handle(self, session: Any, item: tuple[Any, ...]) -> None:
         import anyio
@@ -370,8 +516,7 @@ class MCPServerConnection:
         with anyio.CancelScope() as scope:
             fut.add_done_callback(lambda f: scope.cancel() if f.cancelled() else None)
             try:
-                with anyio.fail_after(timeout + 1):  # a backstop; call_tool has its own read timeout
-                    result = await op(session)
+                result = await self._bounded(op, session, timeout)
             except MCPError as exc:
                 if exc.code == _CONNECTION_CLOSED:
                     self.alive = False
@@ -394,11 +539,42 @@ class MCPServerConnection:
                 return
             except Exception as exc:
                 if not fut.done():
+                    login = self._login_problem(_leaf(exc))
                     fut.set_exception(MCPServerError(
-                        f"{what} on MCP server {self.config.name!r} failed: {self._describe(exc)}"))
+                        login or f"{what} on MCP server {self.config.name!r} failed: {self._describe(exc)}",
+                        code="permission_denied" if login else "tool_failed"))
                 return
             if not fut.done():
                 fut.set_result(result)
+
+    async def _bounded(self, op: Callable[[Any], Awaitable[Any]], client: Any, timeout: float) -> Any:
+        """``await op(client)`` within ``timeout`` seconds, not counting the
+        time a person is asked something for this server. Raises TimeoutError."""
+        import anyio
+
+        started, paused = anyio.current_time(), self.person_paused()
+        outcome: list[tuple[bool, Any]] = []
+        async with anyio.create_task_group() as tg:
+            async def work() -> None:
+                try:
+                    outcome.append((True, await op(client)))
+                except Exception as exc:
+                    outcome.append((False, exc))
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(work)
+            while True:
+                left = timeout - (anyio.current_time() - started - (self.person_paused() - paused))
+                if left <= 0:
+                    tg.cancel_scope.cancel()
+                    break
+                await anyio.sleep(min(left, 1.0) if self._person_waits else left)
+        if not outcome:
+            raise TimeoutError
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        return value
 
     def _fail_queued(self) -> None:
         q = self._requests
@@ -445,6 +621,11 @@ class MCPServerConnection:
             return MCPServerError(f"MCP server {server!r} does not know the tool {name}: {text}")
         return MCPServerError(f"{name} on MCP server {server!r} failed: {text} (MCP error {code})")
 
+    def _login_problem(self, exc: BaseException) -> str | None:
+        from ._oauth import login_problem
+
+        return login_problem(exc, self.config)
+
     def _describe(self, exc: BaseException) -> str:
         leaf = _leaf(exc)
         text = str(leaf) or type(leaf).__name__
@@ -469,6 +650,9 @@ class MCPServerConnection:
             msg = f"{what} could not be started: {cfg.command!r} is not executable ({leaf})"
         elif getattr(leaf, "code", None) == _CONNECTION_CLOSED:
             msg = f"{what} exited or closed the connection before it finished starting"
+        elif leaf is not None and self._login_problem(leaf):
+            code = "permission_denied" if type(leaf).__name__ == "LoginRequired" else "transport_disconnected"
+            msg = self._login_problem(leaf) or ""
         else:
             name = type(leaf).__name__
             status = getattr(getattr(leaf, "response", None), "status_code", None) or self._http_status
@@ -479,7 +663,14 @@ class MCPServerConnection:
                 code = "transport_disconnected"
                 msg = f"{what} answered HTTP {status}"
                 if status in (401, 403):
-                    msg += "; check the credentials in 'headers'"
+                    oauth = cfg.oauth
+                    if oauth is not None and oauth.enabled:
+                        msg += (f" even after logging in; check the server's login settings ('oauth' in {cfg.source}) "
+                                f"or run `smoke mcp login {cfg.name}` again")
+                    elif cfg.headers:
+                        msg += f"; check the credentials in 'headers' ({cfg.source})"
+                    else:
+                        msg += "; it needs credentials: 'headers', or remove 'oauth: false' to log in"
             else:
                 msg = f"{what} could not be started: {name}: {leaf}"
         if tail:
@@ -489,14 +680,13 @@ class MCPServerConnection:
 
 async def paginate(fetch: Callable[..., Awaitable[Any]], field: str, *, max_pages: int = 100) -> list[Any]:
     """All items of a paginated MCP listing (``tools``, ``resources``,
-    ``resource_templates``, ``prompts``); a server that pages forever is cut
-    off after ``max_pages`` pages."""
-    from mcp.types import PaginatedRequestParams
-
+    ``resource_templates``, ``prompts``; ``fetch`` is the ``Client`` method,
+    called with ``cursor=``); a server that pages forever is cut off after
+    ``max_pages`` pages."""
     items: list[Any] = []
     cursor = None
     for _ in range(max_pages):
-        result = await fetch(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+        result = await fetch(cursor=cursor)
         items.extend(getattr(result, field))
         cursor = result.next_cursor
         if not cursor:

@@ -187,7 +187,11 @@ async def _connection(agent: Agent, state: MCPAgentState, server: str,
     conn = state.connections.get(server)
     if conn is not None and conn.usable() and state.configs.get(server) == cfg:
         return conn
-    if not cfg.trusted and state.approved.get(server) != cfg.target():
+    from ._approvals import approval_state
+
+    approved_entry = cfg.origin == "repository" and approval_state(
+        Path(agent.workspace.root), server, cfg.digest) == "approved"
+    if not cfg.trusted and not approved_entry and state.approved.get(server) != cfg.target():
         raise MCPPromptError(
             f"MCP server {server!r} ({cfg.describe()}) is not approved for this agent yet: servers start when a "
             f"run starts, after asking you. Run a task first, or mark the server trusted in your own "
@@ -201,7 +205,7 @@ async def _connection(agent: Agent, state: MCPAgentState, server: str,
             await conn.close()
         log = Path(agent.workspace.root) / ".smoke" / "runs" / "mcp" / f"mcp-{sanitize_server_name(server)}.stderr.log"
         new = MCPServerConnection(cfg, workspace_root=Path(agent.workspace.root), stderr_path=log,
-                                  sandbox=agent.options.sandbox)
+                                  sandbox=agent.options.sandbox, host=state.host(Path(agent.workspace.root)))
         try:
             await new.start()
         except MCPServerError as exc:

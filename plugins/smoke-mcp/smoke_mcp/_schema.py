@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from typing import Any
 
@@ -125,9 +126,86 @@ def provider_schema(raw: Any) -> dict[str, Any]:
     return schema
 
 
+#: providers that take a tool's JSON Schema as the server wrote it ($schema,
+#: $defs and $ref, allOf/anyOf, if/then/else kept); every other provider gets
+#: :func:`provider_schema`'s inlined form. A provider may say so itself with an
+#: attribute ``tool_schemas = "full"`` (or ``"inline"``).
+FULL_SCHEMA_PROVIDERS = frozenset({"anthropic", "scripted"})
+
+
+def takes_full_schemas(provider: Any) -> bool:
+    declared = getattr(provider, "tool_schemas", None)
+    if declared in ("full", "inline"):
+        return bool(declared == "full")
+    return getattr(provider, "name", None) in FULL_SCHEMA_PROVIDERS
+
+
+def schema_for_provider(raw: Any, provider: Any) -> dict[str, Any]:
+    """An MCP tool's ``inputSchema`` as ``provider`` can take it: whole (only
+    made an object at the top when it is not one) for providers that accept
+    full JSON Schema, else :func:`provider_schema`. A schema that is not
+    valid JSON Schema becomes a permissive object either way."""
+    if not takes_full_schemas(provider):
+        return provider_schema(raw)
+    if not isinstance(raw, dict) or raw.get("type", "object") != "object":
+        return provider_schema(raw)
+    schema = copy.deepcopy(raw)
+    schema.setdefault("type", "object")
+    if not isinstance(schema.get("properties", {}), dict):
+        return provider_schema(raw)
+    try:
+        import jsonschema
+
+        jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
+    except Exception:
+        return {"type": "object", "properties": {}, "additionalProperties": True}
+    return schema
+
+
 def _has_ref(node: Any) -> bool:
     if isinstance(node, dict):
         return "$ref" in node or any(_has_ref(v) for v in node.values())
     if isinstance(node, list):
         return any(_has_ref(v) for v in node)
     return False
+
+
+def _allows_null(node: Any) -> bool:
+    if not isinstance(node, dict):
+        return True
+    kind = node.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    if kind is None and not any(k in node for k in ("enum", "const", "$ref", "anyOf", "oneOf", "allOf")):
+        return True  # no type: anything goes, null included
+    return any(_allows_null(o) for key in ("anyOf", "oneOf") for o in node.get(key) or [])
+
+
+def drop_null_optionals(schema: dict[str, Any], arguments: Any) -> None:
+    """Remove, in place, the arguments a model gave as ``null`` for optional
+    properties whose schema does not take null: for an MCP tool "null" and
+    "not given" are the same (SEP-2243 treats them alike), and models send
+    null for what they leave out."""
+    if not isinstance(arguments, dict):
+        return
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return
+    required = set(schema.get("required") or [])
+    for key in [k for k, v in arguments.items() if v is None and k not in required and k in props]:
+        if not _allows_null(props[key]):
+            del arguments[key]
+
+
+@functools.cache
+def mcp_tool_class() -> type:
+    """The ``ToolDefinition`` of an MCP tool: arguments are checked as core
+    checks them, after :func:`drop_null_optionals`."""
+    from smoke_core.plugin import ToolDefinition
+
+    class MCPToolDefinition(ToolDefinition):
+        def validate_input(self, arguments: Any) -> str | None:
+            drop_null_optionals(self.input_schema, arguments)
+            return super().validate_input(arguments)
+
+    return MCPToolDefinition

@@ -9,10 +9,45 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, PositiveFloat, StrictBool
+from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt, StrictBool
 from typing_extensions import TypedDict
 
 Scalar = str | int | float | bool
+
+
+class OAuthEntry(TypedDict, total=False):
+    """``oauth`` of an HTTP server (see :class:`smoke_mcp._config.OAuthConfig`)."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    client_id: str
+    clientId: str
+    client_secret: str
+    scope: str
+    client_metadata_url: str
+    callback_port: int
+    callbackPort: int
+    grant: Literal["authorization_code", "client_credentials"]
+    token_endpoint_auth_method: Literal["none", "client_secret_basic", "client_secret_post"]
+    issuer: str
+    private_key: str
+    private_key_file: str
+    signing_algorithm: str
+
+
+class MCPSettings(BaseModel):
+    """The ``mcp`` settings key: what servers may ask of the agent.
+
+    ``sampling``: ``ask`` (default; a person approves each request, seeing its
+    messages) or ``deny``. ``sampling_max_tokens``: the most tokens one
+    sampling request may ask for; ``sampling_max_requests``: how many a run
+    serves."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sampling: Literal["ask", "deny"] = "ask"
+    sampling_max_tokens: PositiveInt = 4096
+    sampling_max_requests: PositiveInt = 20
 
 
 class MCPServerEntry(TypedDict, total=False):
@@ -34,6 +69,8 @@ class MCPServerEntry(TypedDict, total=False):
     trusted: StrictBool
     disabled: StrictBool
     sandbox: StrictBool | dict[Literal["network"], StrictBool]
+    oauth: StrictBool | OAuthEntry
+    protocol: Literal["auto", "legacy", "2026-07-28"]
 
 
 class MCPJsonDocument(TypedDict):
@@ -48,6 +85,11 @@ class MCPJsonDocument(TypedDict):
 MCPServersSetting = dict[str, MCPServerEntry] | MCPJsonDocument
 
 DESCRIPTION = (
-    "MCP servers to start, by name: {command, args, env, cwd} for stdio or {url, headers, type} for HTTP/SSE, "
-    "with timeout, connect_timeout, trusted (start without asking) and disabled. Only trusted layers may set it."
+    "MCP servers to start, by name: {command, args, env, cwd} for stdio or {url, headers, type, oauth} for "
+    "HTTP/SSE, with timeout, connect_timeout, protocol, trusted (start without asking) and disabled. Only trusted "
+    "layers may set it."
+)
+MCP_DESCRIPTION = (
+    "What MCP servers may ask of the agent: sampling (ask | deny), sampling_max_tokens, sampling_max_requests. "
+    "Only trusted layers may set it."
 )

@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from ._config import MCPServerConfig, load_server_configs, user_config_path
 from ._connection import MCPServerConnection, MCPServerError
-from ._schema import provider_schema, sanitize_server_name, tool_name_for, unique_name
+from ._schema import (
+    mcp_tool_class,
+    sanitize_server_name,
+    schema_for_provider,
+    tool_name_for,
+    unique_name,
+)
 
 if TYPE_CHECKING:
     from smoke_core.plugin import Agent, RunHandle, ToolContext, ToolDefinition
@@ -100,6 +106,19 @@ class MCPAgentState:
         self.prompts: list[Any] = []
         self._locks: dict[str, asyncio.Lock] = {}
         self.closed = False
+        #: the top-level run in progress (servers' own requests are answered through it)
+        self.current_run: Any = None
+        #: the roots the servers see (None: the workspace); see smoke_mcp.set_roots
+        self.roots: list[Path] | None = None
+        self._host: Any = None
+
+    def host(self, workspace_root: Path) -> Any:
+        """The :class:`~smoke_mcp._interact.AgentHost` every connection of this agent answers through."""
+        if self._host is None:
+            from ._interact import AgentHost
+
+            self._host = AgentHost(self, workspace_root)
+        return self._host
 
     # ------------------------------------------------------------ before_run
 
@@ -110,6 +129,7 @@ class MCPAgentState:
 
         from ._resources import limits_from_options
 
+        self.current_run = run
         trusted_workspace = workspace_trusted(run.options)
         loaded = load_server_configs(run.workspace.root, run.options.get("mcp_servers"),
                                      workspace_trusted=trusted_workspace)
@@ -131,7 +151,13 @@ class MCPAgentState:
             if conn is not None:  # dead, from another event loop, or reconfigured
                 await conn.close()
                 self.connections.pop(name, None)
-            if not cfg.trusted and self.approved.get(name) != cfg.target():
+            if cfg.origin == "repository" and not cfg.trusted:
+                refused = await self._approve_entry(run, cfg, trusted_workspace)
+                if refused is not None:
+                    self._unregister(run.agent, name)
+                    not_started[name] = (refused, "permission_denied")
+                    continue
+            elif not cfg.trusted and self.approved.get(name) != cfg.target():
                 untrusted_repository = cfg.origin == "repository" and not trusted_workspace
                 if untrusted_repository and answers_without_asking(run.options):
                     self._unregister(run.agent, name)
@@ -205,6 +231,52 @@ class MCPAgentState:
 
         await attach_mentions(self, run, loaded.servers, not_started, limits)
 
+    async def _approve_entry(self, run: RunHandle, cfg: MCPServerConfig, trusted_workspace: bool) -> str | None:
+        """A workspace's own server starts only when a person approved this
+        exact entry (remembered by content, see :mod:`smoke_mcp._approvals`);
+        ``--yes``, ``allow-all`` and folder trust never approve one. None
+        when it may start, else why not."""
+        from smoke_core.plugin import AgentErrorInfo
+
+        from ._approvals import approval_state, approve
+
+        root = run.workspace.root
+        name = cfg.name
+        state = approval_state(root, name, cfg.digest)
+        if state == "approved":
+            return None
+        why = "it is new" if state == "new" else "it changed since you approved it"
+        hint = (f"Approve it when asked (at a terminal, in the web UI or your editor), or with `smoke mcp approve "
+                f"{name}` after reading it in {cfg.source}")
+        if not trusted_workspace and answers_without_asking(run.options):
+            run.warn(AgentErrorInfo.from_code(
+                "permission_denied",
+                f"MCP server {name!r} ({cfg.describe()}) from {cfg.source} was not started: the workspace is not "
+                f"trusted, and automatic approval (auto_approve / permission=allow-all / --yes) never starts a "
+                f"repository's own servers. {hint}, trust the folder (smoke trust), or define the server in "
+                f"{user_config_path()}",
+                severity="warning", details={"server": name, "plugin": "smoke-mcp", "source": cfg.source},
+            ))
+            return "it is defined by a workspace you have not trusted and approval was automatic"
+        reason = (f"start MCP server {name!r}: {cfg.describe()} — defined in {cfg.source}, and {why}; only a "
+                  f"person approves a workspace's own server (the approval is remembered for this exact entry)")
+        if not trusted_workspace:
+            reason += ", in a workspace you have not trusted"
+        allowed = await run.request_permission(
+            kind="mcp_server", name=name, input={**cfg.target(), "source": cfg.source}, reason=reason,
+            scope=f"mcp:{sanitize_server_name(name)}", person=True,
+        )
+        if not allowed:
+            run.warn(AgentErrorInfo.from_code(
+                "permission_denied",
+                f"MCP server {name!r} ({cfg.describe()}) from {cfg.source} was not started: {why}, and no person "
+                f"approved it. {hint}. Its tools are not available in this run",
+                severity="warning", details={"server": name, "plugin": "smoke-mcp", "source": cfg.source},
+            ))
+            return f"{why}, and no person approved it (smoke mcp approve {name})"
+        approve(root, name, cfg.digest, what=cfg.describe())
+        return None
+
     async def _refresh_tools(self, run: RunHandle, name: str, conn: MCPServerConnection) -> None:
         """The server said its tools changed (``tools/list_changed``) since the
         last run: list them again now, before this run's tool list is fixed."""
@@ -255,7 +327,7 @@ class MCPAgentState:
     async def _start(self, run: RunHandle, cfg: MCPServerConfig) -> MCPServerConnection:
         conn = MCPServerConnection(cfg, workspace_root=run.workspace.root,
                                    stderr_path=self._stderr_path(run.artifacts_dir, cfg.name),
-                                   sandbox=run.options.sandbox)
+                                   sandbox=run.options.sandbox, host=self.host(run.workspace.root))
         await conn.start()
         self.connections[cfg.name] = conn
         self.configs[cfg.name] = cfg
@@ -279,7 +351,7 @@ class MCPAgentState:
                     f"is already taken",
                     severity="warning", details={"server": name, "plugin": "smoke-mcp", "tool": tool.name},
                 ))
-            definition = self.tool_definition(name, tool, exposed)
+            definition = self.tool_definition(name, tool, exposed, provider=run.agent.provider)
             run.register_tool(definition, group="mcp", source=SOURCE_PREFIX + name)
             taken.add(exposed)
             names.append(exposed)
@@ -298,8 +370,8 @@ class MCPAgentState:
 
     # ------------------------------------------------------------ tools
 
-    def tool_definition(self, server: str, tool: Any, exposed_name: str) -> ToolDefinition:
-        from smoke_core.plugin import ToolAnnotations, ToolDefinition, ToolPresentation
+    def tool_definition(self, server: str, tool: Any, exposed_name: str, *, provider: Any = None) -> ToolDefinition:
+        from smoke_core.plugin import ToolAnnotations, ToolPresentation
 
         hints = annotations_for(tool)
         title = hints["title"]
@@ -312,16 +384,17 @@ class MCPAgentState:
         async def execute(input: dict[str, Any], ctx: ToolContext) -> Any:
             return await state.call(server, mcp_name, input, ctx)
 
-        return ToolDefinition(
+        definition: ToolDefinition = mcp_tool_class()(
             name=exposed_name,
             description=f"[{server}] {description}",
-            input_schema=provider_schema(getattr(tool, "input_schema", None)),
+            input_schema=schema_for_provider(getattr(tool, "input_schema", None), provider),
             annotations=ToolAnnotations(**hints),
             presentation=ToolPresentation(label=title or f"{server}: {mcp_name}", icon=ICON, tone="info",
                                           group="mcp"),
             execute=execute,
             group="mcp",
         )
+        return definition
 
     async def connection(self, server: str, ctx: ToolContext) -> MCPServerConnection:
         """The live connection to ``server`` for a tool call (restarting a dead
@@ -374,7 +447,8 @@ class MCPAgentState:
             ctx.emit_progress(f"restarting MCP server {server!r}")
             new = MCPServerConnection(cfg, workspace_root=ctx.workspace.root,
                                       stderr_path=self._stderr_path(ctx.artifacts_dir, server),
-                                      sandbox=getattr(ctx.options, "sandbox", None))
+                                      sandbox=getattr(ctx.options, "sandbox", None),
+                                      host=self.host(ctx.workspace.root))
             try:
                 await new.start()
             except MCPServerError as exc:

@@ -12,6 +12,7 @@ Modes (first argument):
 
 
 
+import json
 import os
 import sys
 
@@ -83,8 +84,98 @@ def build_server():  # type: ignore[no-untyped-def]
     async def grow(name: str, ctx: Context) -> str:
         """Add a tool called name, and tell the client its tools changed (tools/list_changed)."""
         server.add_tool(lambda: f"i am {name}", name=name, description=f"A tool added at run time: {name}")
-        await ctx.session.send_tool_list_changed()
+        await ctx.session.send_tool_list_changed()  # a 2025 (handshake) client
+        await ctx.notify_tools_changed()  # a 2026-07-28 client, on its subscriptions/listen stream
         return f"added {name}"
+
+    # ------------------------------------------------------------ what a server asks of the client
+    # (resolvers: the same tools work on 2025-11-25, as requests mid-call, and on 2026-07-28,
+    # as InputRequiredResult rounds)
+
+    from typing import Annotated, Literal
+
+    from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
+    from mcp.server.mcpserver import Elicit, ListRoots, Resolve, Sample
+    from mcp.types import CreateMessageResult, ListRootsResult, SamplingMessage, TextContent
+    from pydantic import BaseModel, Field
+
+    class Order(BaseModel):
+        name: str = Field(description="Who the pizza is for")
+        size: Literal["small", "large"] = "large"
+        slices: int = Field(default=8, ge=4, le=12)
+        extra_cheese: bool = False
+
+    def ask_order() -> Elicit[Order]:
+        return Elicit("Which pizza do you want?", Order)
+
+    @server.tool()
+    def order_pizza(order: Annotated[ElicitationResult[Order], Resolve(ask_order)]) -> str:
+        """Ask the person which pizza they want (elicitation)."""
+        if isinstance(order, AcceptedElicitation):
+            return "ordered " + json.dumps(order.data.model_dump(), sort_keys=True)
+        return f"no order ({order.action})"
+
+    def ask_model(text: str) -> Sample:
+        return Sample([SamplingMessage(role="user", content=TextContent(type="text", text=f"Summarise: {text}"))],
+                      max_tokens=int(os.environ.get("SAMPLE_MAX_TOKENS", "200")),
+                      system_prompt="You summarise in five words.")
+
+    @server.tool()
+    def summarise_with_client(text: str, reply: Annotated[CreateMessageResult, Resolve(ask_model)]) -> str:
+        """Have the client's model summarise text (sampling)."""
+        content = reply.content
+        return f"summary from {reply.model}: " + (content.text if isinstance(content, TextContent) else str(content))
+
+    def ask_roots() -> ListRoots:
+        return ListRoots()
+
+    @server.tool()
+    def my_roots(roots: Annotated[ListRootsResult, Resolve(ask_roots)]) -> str:
+        """The client's roots (roots/list)."""
+        return json.dumps([str(r.uri) for r in roots.roots])
+
+    @server.tool()
+    async def ask_bad_form(ctx: Context) -> str:
+        """Ask for a form no client can show: a nested object (2025-11-25 only)."""
+        result = await ctx.session.elicit_form("Your address?", requested_schema={  # type: ignore[arg-type]
+            "type": "object", "properties": {"address": {"type": "object", "properties": {"street": {"type": "string"}}}}})
+        return f"bad form: {result.action}"
+
+    @server.tool()
+    async def open_page(ctx: Context) -> str:
+        """Ask the person to open a page (URL-mode elicitation, 2025-11-25 only)."""
+        result = await ctx.elicit_url("Sign the agreement there", "https://sign.example.invalid/doc?id=7", "el-7")
+        return f"page: {result.action}"
+
+    changed = anyio.Event()
+    seen: list[list[str]] = []
+
+    async def on_roots_changed(ctx, params):  # type: ignore[no-untyped-def]
+        result = await ctx.session.list_roots()
+        seen.append([str(r.uri) for r in result.roots])
+        changed.set()
+
+    import mcp.types as mcp_types
+
+    server._lowlevel_server.add_notification_handler(  # no public MCPServer API for client notifications
+        "notifications/roots/list_changed", mcp_types.NotificationParams, on_roots_changed)
+
+    @server.tool()
+    async def roots_after_change() -> str:
+        """Wait until the client said its roots changed; the roots the server then listed."""
+        with anyio.fail_after(20):
+            await changed.wait()
+        return json.dumps(seen[-1])
+
+    @server.tool()
+    def client_info(ctx: Context) -> str:
+        """Who the client said it is, and what it can do (name, version, capabilities)."""
+        params = ctx.session.client_params
+        meta = ctx.request_context.meta or {}
+        info = params.client_info.model_dump() if params is not None else meta.get("io.modelcontextprotocol/clientInfo")
+        caps = ctx.client_capabilities
+        return json.dumps({"client_info": info, "protocol": ctx.protocol_version,
+                           "capabilities": caps.model_dump(exclude_none=True) if caps else None}, default=str)
 
     # ------------------------------------------------------------ resources and prompts
 

@@ -288,7 +288,16 @@ async def test_a_mention_of_a_repository_server_goes_through_its_start_approval(
     assert [d["tool_call_id"] for d in asked] == ["mcp_server:r"] and "have not trusted" in asked[0]["reason"]
     assert "It serves notes" in _text(_task_blocks(provider))
 
-    # with automatic approval nobody is asked, so the repository's server is not started and not read
+    # the person's approval is remembered for this exact entry: it starts without asking again
+    again, provider3 = _agent(tmp_path, ["ok"], None, trust_workspace=False, auto_approve=True)
+    rec3 = Recorder(again)
+    async with again:
+        await again.run("read @r:note://readme")
+    assert rec3.of("permission.required") == [] and len(rec3.of("mcp.server.started")) == 1
+    assert "It serves notes" in _text(_task_blocks(provider3))
+
+    # a changed entry is not approved: with automatic approval nobody is asked, so it is not started nor read
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"r": _test_server(env={"CHANGED": "1"})}}))
     auto, provider2 = _agent(tmp_path, ["ok"], None, trust_workspace=False, auto_approve=True)
     rec2 = Recorder(auto)
     async with auto:

@@ -22,7 +22,8 @@ def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_public_api_is_exactly_this() -> None:
     assert sorted(smoke_mcp.__all__) == [
         "MCPPrompt", "MCPPromptArgument", "MCPPromptError", "MCPPromptInfo", "MCPPromptList", "MCPServerConfig",
-        "TRANSPORTS", "get_mcp_prompt", "list_mcp_prompts", "load_server_configs", "mcp_state", "slash_command",
+        "TRANSPORTS", "get_mcp_prompt", "list_mcp_prompts", "load_server_configs", "mcp_state", "set_roots",
+        "slash_command",
     ]
     for name in smoke_mcp.__all__:
         assert getattr(smoke_mcp, name) is not None
@@ -260,7 +261,11 @@ def test_register_settings_declares_a_typed_trusted_only_key() -> None:
 
     declared: dict[str, tuple[object, dict[str, object]]] = {}
     smoke_mcp.register_settings(lambda key, type, **kw: declared.__setitem__(key, (type, kw)))
-    assert list(declared) == ["mcp_servers"]
+    assert list(declared) == ["mcp_servers", "mcp"]
+    mcp_type, mcp_kw = declared["mcp"]
+    assert mcp_kw["trusted_only"] is True and TypeAdapter(mcp_type).validate_python({"sampling": "deny"}).sampling == "deny"
+    with pytest.raises(ValidationError):
+        TypeAdapter(mcp_type).validate_python({"sampling": "allow"})
     type_, kw = declared["mcp_servers"]
     assert kw["trusted_only"] is True and kw["default"] is None and kw["description"]
     adapter = TypeAdapter(type_)

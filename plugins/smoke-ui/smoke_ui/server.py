@@ -299,6 +299,13 @@ class UIState:
             if t in ("text.end", "run.completed") and isinstance(data.get("text"), str):
                 html = markdown_html(data["text"])
                 return {"html": html} if html else None
+            if t == "ask_user.required" and data.get("form") is not None:
+                from smoke_core.plugin import FormError, form_fields
+
+                try:
+                    return {"fields": [f.to_dict() for f in form_fields(data["form"])]}
+                except FormError as exc:
+                    return {"form_problem": str(exc)}
             if t == "permission.required" and data.get("kind", "tool") == "tool":
                 agent = self._running
                 extras: dict[str, Any] = {}
@@ -379,6 +386,19 @@ class UIState:
         if tool_call_id not in self.pending_questions or self._running is None:
             raise UIError(404, f"no question is pending for {tool_call_id!r} (already answered, or the run ended)")
         self._running.respond(tool_call_id, text)
+
+    def respond_form(self, tool_call_id: str, values: dict[str, Any] | None) -> None:
+        """The answer to a form question: ``values`` (checked against the form) or None to decline."""
+        from smoke_core.plugin import FormError
+
+        if tool_call_id not in self.pending_questions or self._running is None:
+            raise UIError(404, f"no question is pending for {tool_call_id!r} (already answered, or the run ended)")
+        if self.pending_questions[tool_call_id].get("form") is None:
+            raise UIError(400, "this question takes a text answer, not a form")
+        try:
+            self._running.respond_form(tool_call_id, values)
+        except FormError as exc:
+            raise UIError(400, f"the answer does not fit the form: {exc}") from None
 
     def abort(self) -> bool:
         if self._running is None:
@@ -852,6 +872,12 @@ def create_app(
     async def post_question(request: Request) -> Response:
         try:
             body = await json_body(request)
+            if "values" in body:  # a form: an object of field values, or null to decline
+                values = body["values"]
+                if values is not None and not isinstance(values, dict):
+                    raise UIError(400, "values must be an object of field values, or null to decline the form")
+                state.respond_form(request.path_params["tool_call_id"], values)
+                return JSONResponse({"ok": True})
             text = body.get("text")
             if not isinstance(text, str):
                 raise UIError(400, "text must be a string (the answer to the question)")

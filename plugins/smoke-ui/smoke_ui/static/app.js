@@ -874,7 +874,97 @@
     return node;
   }
 
-  function questionCard(data) {
+  // A form question (an MCP server's elicitation): one input per field the
+  // server described; the server side checks the answer against the schema
+  // (defaults applied) and says what is wrong, so the person can fix it.
+  function formField(f) {
+    const label = el("label", { class: "form-label", for: "form-" + f.name }, [visible(f.title, "strict"), f.required ? " *" : ""]);
+    let input;
+    if (f.kind === "boolean") {
+      input = el("input", { type: "checkbox", id: "form-" + f.name, testid: "form-input", "data-name": f.name, "data-kind": f.kind });
+      input.checked = f.has_default ? Boolean(f.default) : false;
+    } else if (f.kind === "choice") {
+      input = el("select", { id: "form-" + f.name, testid: "form-input", "data-name": f.name, "data-kind": f.kind });
+      if (!f.required || !f.has_default) input.append(el("option", { value: "" }, ["—"]));
+      f.choices.forEach((c, i) => {
+        const option = el("option", { value: String(i) }, [visible(c.label, "strict")]);
+        if (f.has_default && c.value === f.default) option.selected = true;
+        input.append(option);
+      });
+    } else if (f.kind === "choices") {
+      input = el("div", { class: "form-choices", testid: "form-input", "data-name": f.name, "data-kind": f.kind });
+      f.choices.forEach((c, i) => {
+        const box = el("input", { type: "checkbox", value: String(i), "data-choice": String(i) });
+        if (f.has_default && Array.isArray(f.default) && f.default.includes(c.value)) box.checked = true;
+        input.append(el("label", { class: "form-choice" }, [box, " ", visible(c.label, "strict")]));
+      });
+    } else {
+      const type = f.kind === "text" ? ({ email: "email", uri: "url", date: "date" }[f.format] || "text") : "number";
+      input = el("input", { type, id: "form-" + f.name, testid: "form-input", "data-name": f.name, "data-kind": f.kind,
+        step: f.kind === "integer" ? "1" : f.kind === "number" ? "any" : null,
+        min: f.minimum, max: f.maximum, minlength: f.min_length, maxlength: f.max_length,
+        placeholder: f.has_default ? String(f.default) : "" });
+      if (f.has_default) input.value = String(f.default);
+    }
+    return el("div", { class: "form-field", testid: "form-field", "data-name": f.name }, [
+      label, input, f.description ? el("div", { class: "hint" }, [visible(f.description, "text")]) : null,
+    ]);
+  }
+
+  function formValues(card, fields) {
+    const values = {};
+    for (const f of fields) {
+      const input = card.querySelector('[data-testid="form-input"][data-name="' + CSS.escape(f.name) + '"]');
+      if (f.kind === "boolean") values[f.name] = input.checked;
+      else if (f.kind === "choice") { if (input.value !== "") values[f.name] = f.choices[Number(input.value)].value; }
+      else if (f.kind === "choices") {
+        values[f.name] = [...input.querySelectorAll("input:checked")].map((b) => f.choices[Number(b.value)].value);
+      } else if (input.value !== "") {
+        values[f.name] = f.kind === "text" ? input.value : Number(input.value);
+      }
+    }
+    return values;
+  }
+
+  function formCard(data, ui) {
+    const id = data.tool_call_id;
+    const fields = (ui && ui.fields) || [];
+    const problem = el("div", { class: "warning", testid: "form-problem", hidden: true });
+    const form = el("form", { class: "answer form", testid: "question-form" }, fields.map(formField));
+    const send = async (values) => {
+      for (const b of card.querySelectorAll("button, input, select")) b.disabled = true;
+      try {
+        await api("POST", "/api/questions/" + encodeURIComponent(id), { values });
+        resolveQuestion(id, values === null ? "(declined)" : JSON.stringify(values));
+      } catch (err) {
+        for (const b of card.querySelectorAll("button, input, select")) b.disabled = false;
+        problem.hidden = false;
+        setVisible(problem, err.message, "text");
+      }
+    };
+    const buttons = el("div", { class: "buttons" }, [
+      ui && ui.form_problem ? null : el("button", { type: "submit", class: "allow", testid: "form-submit", text: "Send" }),
+      el("button", { type: "button", class: "deny", testid: "form-decline", text: "Decline", onclick: () => send(null) }),
+    ]);
+    form.append(buttons);
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      send(formValues(card, fields));
+    });
+    const info = scanValue([data.question]);
+    const card = el("div", { class: "card question-card", testid: "question-card", "data-tool-call-id": id, "data-form": "true" }, [
+      el("div", { class: "card-head" }, [el("span", { class: "tool-icon", text: "📝" }), el("strong", { text: "Form" })]),
+      warnings(info),
+      el("div", { class: "question-text", testid: "question-text", tabindex: "0" }, [visible(data.question, "strict")]),
+      ui && ui.form_problem ? el("div", { class: "warning", testid: "form-unshowable" }, [visible("This form cannot be shown: " + ui.form_problem, "text")]) : null,
+      problem,
+      form,
+    ]);
+    place(card, data.parent_tool_call_id);
+  }
+
+  function questionCard(data, ui) {
+    if (data.form) return formCard(data, ui);
     const id = data.tool_call_id;
     const form = el("form", { class: "answer" });
     const input = el("input", { type: "text", testid: "question-input", placeholder: "Type an answer…" });
@@ -920,7 +1010,7 @@
     for (const card of document.querySelectorAll('[data-testid="question-card"]')) {
       if (card.getAttribute("data-tool-call-id") !== id || card.classList.contains("resolved")) continue;
       card.classList.add("resolved");
-      for (const node of card.querySelectorAll(".options, form")) node.remove();
+      for (const node of card.querySelectorAll(".options, form, [data-testid=form-problem]")) node.remove();
       card.append(el("div", { class: "decision", testid: "question-answer" }, ["Answer: ", visible(text, "strict")]));
     }
   }
@@ -1035,8 +1125,8 @@
     "tool.completed": (ev) => { onToolCompleted(ev.data); },
     "permission.required": (ev) => { approvalCard(ev.data, ev.ui); },
     "permission.resolved": (ev) => { resolveApproval(ev.data.tool_call_id, ev.data.decision, ev.ui && ev.ui.remembered); },
-    "ask_user.required": (ev) => { questionCard(ev.data); },
-    "ask_user.response": (ev) => { resolveQuestion(ev.data.tool_call_id, ev.data.text); },
+    "ask_user.required": (ev) => { questionCard(ev.data, ev.ui); },
+    "ask_user.response": (ev) => { resolveQuestion(ev.data.tool_call_id, ev.data.action === "decline" ? "(declined)" : ev.data.text); },
     "usage.updated": (ev) => { setUsage(ev.data.usage); },
     "phase.changed": (ev) => { $("run-phase").textContent = ev.data.phase || ""; },
     "todo.updated": (ev) => {
