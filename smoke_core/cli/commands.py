@@ -22,6 +22,8 @@ def _agent_options(fn: Any) -> Any:
         click.option("--base-url", default=None, help="Base URL for OpenAI-compatible servers."),
         click.option("--session", "-s", "session", default=None, help="Continue (or start) the named session."),
         click.option("--yes", "-y", is_flag=True, help="Approve every call without asking."),
+        click.option("--plan", is_flag=True, help="Start in plan mode: only read-only tools run until you approve "
+                     "the agent's plan (then edits ask, or run if you choose to accept edits)."),
         click.option("--max-steps", type=int, default=None, help="Stop after this many steps."),
         click.option("--no-stream", "no_stream", is_flag=True,
                      help="Ask the provider for whole replies instead of a stream (also `stream: false`)."),
@@ -46,7 +48,7 @@ def run_command(**kwargs: Any) -> None:
         from .chat import chat_impl
 
         chat_impl(**{k: kwargs[k] for k in ("workspace", "provider", "model", "base_url", "session", "yes",
-                                            "max_steps", "no_stream")})
+                                            "max_steps", "no_stream", "plan")})
         return
     run_impl(**kwargs)
 

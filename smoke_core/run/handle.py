@@ -354,6 +354,11 @@ class RunHandle(StepLoop, SubagentRunner):
         exposed = self._deps.exposed_tools()
         for tool in st.run_tools:
             exposed.setdefault(tool.name, tool)
+        if self.parent is None and self._deps.gate.mode == "plan":  # plan mode: the way out, and how to take it
+            from .plan import PLAN_INSTRUCTIONS, PLAN_TOOL, plan_tool
+
+            exposed.setdefault(PLAN_TOOL, plan_tool(self))
+            self.add_instructions(PLAN_INSTRUCTIONS)
         if st.output is not None:
             if FINAL_RESULT in exposed:
                 raise RunFailed(AgentErrorInfo.from_code(
