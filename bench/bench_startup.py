@@ -29,7 +29,8 @@ TARGET_RATIO = 0.1
 #: never imported by loading the plugins or by `smoke --help` (pydantic, asyncio and rich
 #: cost ~100 ms together: they load when a command that needs them runs)
 HEAVY = ("httpx", "httpcore", "httpx_sse", "anyio", "mcp", "starlette", "uvicorn", "tiktoken", "jsonschema",
-         "openai", "anthropic", "h11", "sse_starlette", "websockets", "yaml", "pydantic", "asyncio", "rich")
+         "openai", "anthropic", "h11", "sse_starlette", "websockets", "yaml", "pydantic", "asyncio", "rich",
+         "tree_sitter", "tree_sitter_bash")
 
 # Loads every entry-point plugin, builds the manager the CLI builds, and
 # reports which heavy modules got imported.

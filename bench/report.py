@@ -220,6 +220,15 @@ def summary(d: dict[str, Any]) -> tuple[str, list[str]]:
             add("13 Command hooks", "ms a `true` PreToolUse command hook adds per tool call", _v(hk["added_ms"]),
                 "≤ 15 ms", hk["verdicts"]["added_ms"],
                 f"plain loop {_v(ms['plain'])} ms/call; smoke-hooks with no hook +{_v(hk['plugin_idle_added_ms'])} ms")
+    pe = B.get("permission")
+    if pe is not None:
+        if _err(pe):
+            rows.append(["14 Permission", "—", _err(pe), "", "not measured", ""])
+        else:
+            cold = pe["rows"].get("check, a new command (the parse made in the call)", {})
+            add("14 Permission", f"run_command check per call, {pe['command_chars']}-character command, "
+                f"{sum(pe['rules'].values())} rules", f"{_v(pe['per_call_us'])} µs", f"≤ {pe['target_us']:g} µs",
+                pe["verdict"], f"a new command (parse in the call): {_v(cold.get('median_us'))} µs")
     return _table(["benchmark", "measure", "Smoke", "target", "verdict", "peers, same run"], rows), misses
 
 
@@ -530,6 +539,20 @@ def sec_hooks(hk: dict[str, Any]) -> str:
     ])
 
 
+def sec_permission(pe: dict[str, Any]) -> str:
+    rows = [[name, v["median_us"], v["min_us"], v["p95_us"]] for name, v in pe["rows"].items()]
+    return "\n".join([
+        f"`PermissionGate.decide` for a `run_command` call of a {pe['command_chars']}-character CI command "
+        f"({pe['simple_commands']} simple commands, wrappers included) against {pe['rules']['deny']} deny, "
+        f"{pe['rules']['ask']} ask and {pe['rules']['allow']} allow rules (decision: {pe['decision']}); "
+        f"N={pe['runs']}. The parse is made once per call and shared by every rule; the walk of a command text is "
+        "cached, so a repeated command costs the decision plus the per-call checks (where its redirections land, "
+        "`env`, control files).\n",
+        _table(["step", "median µs", "min µs", "p95 µs"], rows),
+        f"\nPer-call check ≤ {pe['target_us']:g} µs: {pe['verdict']}.",
+    ])
+
+
 SECTIONS = [
     ("startup", "1. Start-up", sec_startup),
     ("loop", "2. Loop overhead", sec_loop),
@@ -544,6 +567,7 @@ SECTIONS = [
     ("store", "11. Session stores", sec_store),
     ("layout", "12. Start-up across the core's move", sec_layout),
     ("hooks", "13. Command hooks (smoke-hooks)", sec_hooks),
+    ("permission", "14. Command permission check", sec_permission),
 ]
 
 
@@ -616,11 +640,13 @@ def render(d: dict[str, Any]) -> str:
         "python bench/bench_prompt.py       # 5: needs TIKTOKEN_CACHE_DIR holding o200k_base",
         "python bench/bench_stream.py       # 6: local SSE server, Smoke vs raw httpx-sse",
         "python bench/bench_sandbox.py      # 7: bubblewrap vs unsandboxed: `true`, run_test on the demo project",
-        "python bench/bench_otel.py         # 7: smoke-otel vs the plain loop, the SDK floor, pydantic-ai instrumented",
-        "python bench/bench_cache.py        # 8: cacheable share of prompt tokens over a 30-step run (o200k)",
+        "python bench/bench_otel.py         # 8: smoke-otel vs the plain loop, the SDK floor, pydantic-ai instrumented",
+        "python bench/bench_cache.py        # 9: cacheable share of prompt tokens over a 30-step run (o200k)",
         "python bench/bench_batch.py        # 10: smoke batch, local engine vs Ray (2 workers): --only local|ray",
         "python bench/bench_store.py        # 11: SQLiteStore vs PostgresStore: append latency, 10,000-message load",
         "python bench/bench_layout.py --before-python VENV/bin/python  # 12: smoke --help before/after the core's move",
+        "python bench/bench_hooks.py        # 13: a `true` PreToolUse command hook vs the plain loop",
+        "python bench/bench_permission.py   # 14: the run_command permission check, 500-character command",
         "python bench/report.py             # re-render this page from bench/results/latest.json",
         "```",
         "",

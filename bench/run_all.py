@@ -40,6 +40,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str], float]] = {
     # needs --before-python (a venv with the core before issue 27's move); skipped without it
     "layout": ("bench_layout.py", [], ["--rounds", "3", "--runs", "5"], 600),
     "hooks": ("bench_hooks.py", [], ["--steps", "12", "--reps", "2"], 300),
+    "permission": ("bench_permission.py", [], ["--runs", "300"], 180),
 }
 
 DISTS = ("smoke-core", "smoke-tools-filesystem", "smoke-tools-search", "smoke-tools-terminal", "smoke-tools-git",

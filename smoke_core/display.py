@@ -6,10 +6,12 @@ The implementation is in :mod:`smoke_core.base.display`.
 
 from __future__ import annotations
 
-from .base.display import hidden_characters, length_note, visible
+from .base.display import MARKED, hidden_characters, length_note, marked_table, visible
 
 __all__ = [
+    "MARKED",
     "hidden_characters",
     "length_note",
+    "marked_table",
     "visible",
 ]

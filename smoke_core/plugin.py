@@ -35,10 +35,14 @@ __all__ = [
     "CallRecord",
     "ChatHost",
     "ClaudeDialect",
+    "CommandParse",
     "ConfigError",
+    "ControlFiles",
+    "DynamicWord",
     "Event",
     "FormError",
     "FormField",
+    "GlobWord",
     "Image",
     "JournalingStore",
     "Lease",
@@ -56,6 +60,7 @@ __all__ = [
     "SandboxSettings",
     "SessionInfo",
     "SettingsError",
+    "SimpleCommand",
     "SlashCommand",
     "Store",
     "StoreError",
@@ -82,6 +87,7 @@ __all__ = [
     "looks_secret",
     "new_session_id",
     "open_store",
+    "parse_command",
     "redact_url",
     "resolve_agent_settings",
     "run_batch",
@@ -115,6 +121,12 @@ _LAZY: dict[str, str] = {
     "run_batch_task": "batch.task",
     "BatchConfig": "batch.tasks",
     "BatchTask": "batch.tasks",
+    "CommandParse": "policy.commands.model",
+    "ControlFiles": "policy.control_files",
+    "DynamicWord": "policy.commands.model",
+    "GlobWord": "policy.commands.model",
+    "SimpleCommand": "policy.commands.model",
+    "parse_command": "policy.commands.walker",
     "AgentOptions": "policy.options",
     "ANSWERS": "policy.rules",
     "PermissionRequest": "policy.rules",
@@ -194,6 +206,9 @@ if TYPE_CHECKING:
     from .batch.main import BatchError, run_batch
     from .batch.task import batch_error_result, run_batch_task
     from .batch.tasks import BatchConfig, BatchTask
+    from .policy.commands.model import CommandParse, DynamicWord, GlobWord, SimpleCommand
+    from .policy.commands.walker import parse_command
+    from .policy.control_files import ControlFiles
     from .policy.domains import url_host
     from .policy.options import AgentOptions
     from .policy.rules import ANSWERS, PermissionRequest, looks_secret

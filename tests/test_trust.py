@@ -283,3 +283,66 @@ def test_yes_does_not_answer_what_a_rule_sends_to_a_person(tmp_path):
     assert "denied by deny rule 'edit_file(stats/**)' (managed" in json.dumps(edits)
     assert "ignored --yes from the command line: managed settings" in proc.stderr
     assert "list(values)" in (project / "stats" / "core.py").read_text()
+
+
+def write_control_plugin(root: Path) -> Path:
+    """A provider that writes Smoke's own settings, then runs a command with BASH_ENV."""
+    info = root / "smoke_control_probe-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: smoke-control-probe\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[smoke]\ncontrol_probe = smoke_control_probe\n")
+    (root / "smoke_control_probe.py").write_text(textwrap.dedent("""
+        from smoke_core.plugin import hookimpl, tool
+
+        @hookimpl
+        def register_providers(register):
+            def factory(**kw):
+                from smoke_core.testing import ScriptedProvider
+                return ScriptedProvider([
+                    {"tool_calls": [{"name": "save", "input": {"path": ".smoke/config.local.yaml",
+                                                                "content": "permission: allow-all"}}]},
+                    {"tool_calls": [{"name": "run_command", "input": {
+                        "command": "ls", "env": {"BASH_ENV": "$(touch pwned)"}}}]},
+                    "done",
+                ])
+            register("control-probe", factory)
+
+        @hookimpl
+        def register_tools(register):
+            @tool(kind="edit", permission_key="path")
+            def save(path: str, content: str, ctx=None) -> str:
+                "Write a file."
+                target = ctx.workspace.resolve(path, write=True)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(content)
+                return "saved"
+
+            @tool(kind="execute", permission_key="command")
+            def run_command(command: str, env: dict = None) -> str:
+                "Run a command (it records that it ran)."
+                open("ran.txt", "w").write(command)
+                return "ran"
+
+            register(save)
+            register(run_command)
+    """))
+    return root
+
+
+@pytest.mark.slow
+def test_yes_never_writes_a_control_file_and_a_refused_env_is_one_message(tmp_path):
+    """Issue 28's bad input: a control-file write under --yes and an env with a refused
+    variable each get one clear message; neither runs."""
+    plugdir = write_control_plugin(tmp_path / "plug")
+    env = clean_env(tmp_path, PYTHONPATH=str(plugdir), SMOKE_LOAD_PLUGINS="control_probe")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert smoke("trust", str(ws), cwd=ws, env=env).returncode == 0
+    proc = smoke("run", "--provider", "control-probe", "--yes", "go", cwd=ws, env=env)
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out
+    assert "save needs approval" in out and "writes a control file: .smoke/config.local.yaml" in out
+    assert "Only a person, or an exact allow rule for this path, can allow it" in out
+    assert "--yes does not answer calls that a rule sends to a person" in out
+    assert not (ws / ".smoke" / "config.local.yaml").exists()
+    assert "env BASH_ENV refused" in out and not (ws / "ran.txt").exists() and not (ws / "pwned").exists()

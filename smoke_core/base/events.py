@@ -70,7 +70,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     ),
     "permission.required": (
         "tool_call_id", "kind", "tool_name", "input", "reason", "presentation", "tool_kind", "suggested_rule",
-        "suggested_rule_user",
+        "suggested_rule_user", "suggested_rules", "suggested_rules_user", "commands",
     ),
     "permission.resolved": ("tool_call_id", "decision"),
     "permission.mode_changed": ("mode", "previous"),

@@ -75,6 +75,9 @@ def approval_warnings(d: dict[str, Any]) -> list[str]:
     out: list[str] = []
     inp = d.get("input") or {}
     texts = [str(v) for v in inp.values() if isinstance(v, str)] if isinstance(inp, dict) else [str(inp)]
+    env = inp.get("env") if isinstance(inp, dict) else None
+    if isinstance(env, dict):  # a command's env is approved with it: its hidden characters count too
+        texts += [f"{k}={v}" for k, v in env.items()]
     hidden = sum(hidden_characters(t) for t in texts) + hidden_characters(str(d.get("tool_name", "")))
     if hidden:
         out.append(f"the input holds {hidden} control or invisible character(s), shown marked (␛ = ESC, ␍ = CR, "
@@ -99,7 +102,9 @@ def describe_request(d: dict[str, Any]) -> str:
     name = d.get("tool_name", "")
     if "command" in inp:
         command = str(inp["command"])
-        return f"  [bold]$ {esc(visible(command))}[/bold]\n  [dim]({len(command):,} characters)[/dim]"
+        lines = [f"  [bold]$ {esc(visible(command))}[/bold]", f"  [dim]({len(command):,} characters)[/dim]"]
+        lines += command_context(inp)
+        return "\n".join(lines)
     if name == "edit_file" and "old_string" in inp:
         diff = difflib.unified_diff(
             str(inp.get("old_string", "")).splitlines(), str(inp.get("new_string", "")).splitlines(),
@@ -116,6 +121,25 @@ def describe_request(d: dict[str, Any]) -> str:
     if inp:
         return "  " + esc(visible(json.dumps(inp, ensure_ascii=False)))
     return ""
+
+
+def command_context(inp: dict[str, Any]) -> list[str]:
+    """What a command runs with besides its text — every ``env`` entry whole
+    and marked (it is approved with the command), the folder it starts in, and
+    whether it keeps running in the background."""
+    lines: list[str] = []
+    env = inp.get("env")
+    if isinstance(env, dict) and env:
+        lines.append(f"  [bold yellow]with env ({len(env)} variable{'s' if len(env) != 1 else ''}, "
+                     f"approved with the command):[/bold yellow]")
+        for name, value in env.items():
+            lines.append(f"    [bold]{esc(visible(str(name)))}={esc(visible(str(value)))}[/bold]")
+    workdir = inp.get("workdir") or inp.get("cwd")
+    if isinstance(workdir, str) and workdir.strip() not in ("", "."):
+        lines.append(f"  in folder [bold]{esc(visible(workdir))}[/bold]")
+    if inp.get("background") is True:
+        lines.append("  [bold yellow]in the background[/bold yellow] (it keeps running until the run ends)")
+    return lines
 
 
 #: in file contents indentation is normal: only very long space runs are marked

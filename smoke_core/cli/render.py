@@ -301,11 +301,13 @@ class TerminalUI:
             what = describe_request(d)
             if what:
                 c.print(what)
-            is_tool = d.get("kind") == "tool"
-            question = ("  allow once [y] / allow for this run [a] / always [A] / deny [n] " if is_tool
+            always = d.get("kind") == "tool" and bool(d.get("suggested_rule"))  # none: no rule can cover it
+            if always:
+                c.print(f"  [dim]always [A] writes: {esc(visible(d['suggested_rule']))}[/dim]")
+            question = ("  allow once [y] / allow for this run [a] / always [A] / deny [n] " if always
                         else "  allow once [y] / allow for this run [a] / deny [n] ")
             choices = {"y": "allow", "Y": "allow", "a": "allow_run", "n": "deny", "N": "deny"}
-            if is_tool:
+            if always:
                 choices["A"] = "allow_always"
             answer = await self._choose(question, choices)
             remember = None
@@ -313,13 +315,15 @@ class TerminalUI:
                 remember = await self._remember_where()
         if answer == "allow_always":
             try:
-                rule = self.agent.resolve_permission(call_id, answer, remember=remember)
+                rules = self.agent.resolve_permission(call_id, answer, remember=remember) or []
             except (ValueError, OSError) as exc:
                 c.print(f"  [red]could not remember the rule ({esc(exc)}); allowed once[/red]")
                 self.agent.resolve_permission(call_id, "allow")
                 return
-            c.print(f"  [dim]→ allow always: rule {esc(visible(rule.text))} written to {esc(rule.origin)} "
-                    f"(`smoke permissions` lists rules)[/dim]")
+            texts = ", ".join(visible(rule.text) for rule in rules)
+            where = rules[0].origin if rules else "?"
+            c.print(f"  [dim]→ allow always: rule{'s' if len(rules) > 1 else ''} {esc(texts)} written to "
+                    f"{esc(where)} (`smoke permissions` lists rules)[/dim]")
             return
         self.agent.resolve_permission(call_id, answer)
         c.print(f"  [dim]→ {answer}[/dim]")

@@ -1,7 +1,6 @@
-"""Who may decide what (DESIGN §9): the settings model and its layers, files
-and trust store; permission rules and the gate; secrets kept out of child
-processes; the OS sandbox (:mod:`~smoke_core.policy.sandbox`).
+"""Who may decide what (DESIGN §9): settings, layers and trust (``settings/``);
+permission rules, the gate, the shell parse of commands (``commands/``) and
+control files; secrets kept out of child processes; the OS sandbox (``sandbox/``).
 
-Imports base and tools; what it needs from above (provider key names) is handed
-in. Imported by hooks, the run, batch and the CLI.
+Imports base and tools; what it needs from above is handed in.
 """

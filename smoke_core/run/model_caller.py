@@ -16,6 +16,7 @@ from ..base.errors import AgentError, AgentErrorInfo
 from ..base.messages import Message
 from ..hooks.runner import HookRunner
 from ..policy.options import Guards
+from ..policy.secrets import Redactor, StreamRedactor
 from ..wire.pricing import price_usd
 from ..wire.types import (
     Finished,
@@ -53,6 +54,7 @@ class ModelCaller:
         hook_run: Any,
         on_hook_error: Callable[[str, str, BaseException], None],
         call_id_prefix: str = "",
+        redactor: Redactor | None = None,
     ) -> None:
         self.provider = provider
         self.retry = retry
@@ -69,6 +71,8 @@ class ModelCaller:
         self.hook_run = hook_run  # the RunHandle, as hooks see it
         self.on_hook_error = on_hook_error
         self.call_id_prefix = call_id_prefix  # a subagent's own ids never clash with its parent's
+        #: the model's own text is redacted like tool results (events, the transcript, the store)
+        self.redactor = redactor if redactor else None
         self.rand = random.random
         self._fallback_index = 0  # the next of fallback_models to try
         # only a provider with an endpoint (or told what it serves) can be priced
@@ -310,6 +314,9 @@ class ModelCaller:
         finish: Finished | None = None
         emit = self.emit
         paced = False
+        redactor = self.redactor
+        text_stream = StreamRedactor(redactor) if redactor else None
+        thought_stream = StreamRedactor(redactor) if redactor else None
         try:
             async for ev in stream:
                 if not paced:  # the reply began: if many runs woke together, let timers and I/O in first (run.fair)
@@ -319,14 +326,18 @@ class ModelCaller:
                 if type(ev) is TextDelta:
                     if ev.text:
                         text_parts.append(ev.text)
-                        streamed.append(ev.text)
-                        emit("text.delta", {"text": ev.text})
+                        shown = text_stream.feed(ev.text) if text_stream is not None else ev.text
+                        if shown:
+                            streamed.append(shown)
+                            emit("text.delta", {"text": shown})
                 elif type(ev) is ToolCallRequest:
                     calls.append(ev)
                 elif type(ev) is ThoughtDelta:
                     if ev.text:
                         thought_parts.append(ev.text)
-                        emit("text.thought", {"text": ev.text})
+                        shown = thought_stream.feed(ev.text) if thought_stream is not None else ev.text
+                        if shown:
+                            emit("text.thought", {"text": shown})
                     if ev.signature:
                         signature = ev.signature
                 elif type(ev) is UsageReport:
@@ -337,14 +348,28 @@ class ModelCaller:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
+        if thought_stream is not None:
+            rest = thought_stream.flush()
+            if rest:
+                emit("text.thought", {"text": rest})
+        if text_stream is not None:
+            rest = text_stream.flush()
+            if rest:
+                streamed.append(rest)
+                emit("text.delta", {"text": rest})
         content: list[dict[str, Any]] = []
         if thought_parts or signature:
-            block: dict[str, Any] = {"type": "thinking", "text": "".join(thought_parts)}
+            thought = "".join(thought_parts)
+            # a signed thinking block goes back to the provider exactly as it came (the signature covers it)
+            block: dict[str, Any] = {"type": "thinking",
+                                     "text": redactor.redact(thought) if redactor and not signature else thought}
             if signature:
                 block["signature"] = signature
             content.append(block)
         if text_parts:
             text = "".join(text_parts)
+            if redactor:
+                text = redactor.redact(text)
             content.append({"type": "text", "text": text})
             emit("text.end", {"text": text})
         step = self.state.step

@@ -25,7 +25,13 @@ from typing import Any
 from ..base.errors import ToolError
 from ..base.events import Event
 from ..policy.rules import PERMISSION_MODES
-from ..tools.definitions import ClaudeDialect, ToolAnnotations, ToolDefinition, ToolPresentation, ToolResult
+from ..tools.definitions import (
+    ClaudeDialect,
+    ToolAnnotations,
+    ToolDefinition,
+    ToolPresentation,
+    ToolResult,
+)
 
 PLAN_TOOL = "exit_plan_mode"
 #: the modes a person may pick when approving a plan

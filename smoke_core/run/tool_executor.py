@@ -256,6 +256,9 @@ class ToolExecutor:
                 destructive=tool.annotations.destructive_hint,
                 hook_decision=hook_answer[0], hook_reason=hook_answer[1], rewritten_by=hook_answer[2],
             )
+            refused = self.gate.input_problem(request)  # inputs that reach a shell: refused before anyone is asked
+            if refused:
+                return fail("tool_invalid_input", refused)
             grants: set[str] = set()
             if not await self.request_permission(request, presentation=self.presentation(tool, name), grants=grants):
                 message = f"permission denied: the call to {name} was not approved"
@@ -353,8 +356,8 @@ class ToolExecutor:
                 return by_hook
         if request.rewritten_by:
             request.reason = "; ".join(filter(None, [request.reason, f"the input was rewritten by {request.rewritten_by}"]))
-        suggested = gate.rule_for(request) if request.kind == "tool" else None
-        suggested_user = gate.rule_for(request, absolute=True) if request.kind == "tool" else None
+        rules = gate.rules_for(request) if request.kind == "tool" else []
+        rules_user = gate.rules_for(request, absolute=True) if request.kind == "tool" else []
         self.emit(
             "permission.required",
             {
@@ -365,8 +368,11 @@ class ToolExecutor:
                 "reason": request.reason,
                 "presentation": presentation,
                 "tool_kind": request.tool_kind,
-                "suggested_rule": suggested,
-                "suggested_rule_user": suggested_user,
+                "suggested_rule": ", ".join(rules) or None,
+                "suggested_rule_user": ", ".join(rules_user) or None,
+                "suggested_rules": rules,
+                "suggested_rules_user": rules_user,
+                "commands": request.commands,
             },
         )
         answer = await self.pauses.wait(request.tool_call_id)

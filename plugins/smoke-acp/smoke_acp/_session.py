@@ -295,7 +295,20 @@ class ACPSession:
             return contextlib.nullcontext()
         from ._files import ClientFiles
 
-        return editor_files(ClientFiles(self.conn, self.session_id, loop, read=read, write=write))
+        agent = self.agent
+        try:
+            from smoke_tools_terminal import background_running
+        except ImportError:  # no terminal tools: no background command can race the editor
+
+            def background_running(options: Any = None) -> bool:
+                return False
+
+        def busy() -> bool:
+            return background_running(agent.options if agent is not None else None)
+
+        root = agent.workspace.root if agent is not None else Path(self.cwd)
+        return editor_files(ClientFiles(self.conn, self.session_id, loop, read=read, write=write, root=root,
+                                        busy=busy))
 
     def cancel(self) -> None:
         self.cancel_requested = True
@@ -472,16 +485,18 @@ class ACPSession:
             elif choice == "allow_always" and rule:
                 written = agent.resolve_permission(smoke_id, "allow_always",
                                                    remember="local" if self.trusted else "user")
-                if written is not None:
-                    await self.send(U.message_chunk(f"\n\n→ always allowed: rule {written.text} written to "
-                                                    f"{written.origin}\n\n"))
+                if written:
+                    texts = ", ".join(r.text for r in written)
+                    await self.send(U.message_chunk(f"\n\n→ always allowed: rule{'s' if len(written) > 1 else ''} "
+                                                    f"{texts} written to {written[0].origin}\n\n"))
             elif choice == "reject_always" and rule:
                 # deny rules apply even from a folder that is not trusted: the local file always counts
                 denied = agent.resolve_permission(smoke_id, "deny_always", remember="local")
                 self.denied_rules.add(rule)
-                if denied is not None:
-                    await self.send(U.message_chunk(f"\n\n→ always rejected: deny rule {denied.text} written to "
-                                                    f"{denied.origin}\n\n"))
+                if denied:
+                    texts = ", ".join(r.text for r in denied)
+                    await self.send(U.message_chunk(f"\n\n→ always rejected: deny rule{'s' if len(denied) > 1 else ''} "
+                                                    f"{texts} written to {denied[0].origin}\n\n"))
             else:
                 agent.resolve_permission(smoke_id, "deny")
         except (ValueError, OSError) as exc:

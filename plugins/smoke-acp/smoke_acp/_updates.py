@@ -187,6 +187,9 @@ def approval_content(tool_name: str, input: Any, reason: str | None, start_conte
     if reason:
         notes.append(visible(reason))
     texts = [str(v) for v in input.values() if isinstance(v, str)] if isinstance(input, dict) else [str(input)]
+    env = input.get("env") if isinstance(input, dict) else None
+    env_lines = [f"{k}={v}" for k, v in env.items()] if isinstance(env, dict) else []
+    texts += env_lines
     hidden = sum(hidden_characters(t) for t in texts) + hidden_characters(tool_name)
     if hidden:
         notes.append(f"⚠ the input holds {hidden} control or invisible character(s), shown marked "
@@ -201,6 +204,10 @@ def approval_content(tool_name: str, input: Any, reason: str | None, start_conte
     if notes:
         out.append(_text_content("\n\n".join(notes)))
     out.extend(start_content)
+    if env_lines:  # approved with the command: each entry whole, marked
+        out.append(_text_content(f"with env ({len(env_lines)} variable{'s' if len(env_lines) != 1 else ''}, "
+                                 f"approved with the command):\n"
+                                 + fenced("\n".join(visible(line, space_run=CONTENT_SPACE_RUN) for line in env_lines))))
     whole = json.dumps(input, ensure_ascii=False, indent=2) if isinstance(input, dict) else str(input)
     out.append(_text_content(f"{visible(tool_name)} input ({len(whole):,} characters):\n"
                              + fenced(visible(whole, space_run=CONTENT_SPACE_RUN), "json")))

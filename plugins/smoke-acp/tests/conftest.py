@@ -298,6 +298,12 @@ class AgentProcess:
 
 
 @pytest.fixture
+def client_class() -> type[Client]:
+    """The editor's class, for a test that changes how it answers (before ``spawn`` binds its handlers)."""
+    return Client
+
+
+@pytest.fixture
 def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_scripted_plugin(tmp_path_factory.mktemp("plugins"))
 

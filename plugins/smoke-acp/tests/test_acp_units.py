@@ -157,6 +157,16 @@ def test_approval_content_warns_and_shows_everything() -> None:
     assert "⟨RLO⟩" in texts[-1] and "c" * 3000 in texts[-1]
 
 
+def test_approval_content_shows_a_commands_env_whole_and_marked() -> None:
+    """Issue 28: the env that reaches the shell is approved with the command, so it is shown."""
+    content = U.approval_content("run_command", {"command": "ls -la", "env": {"GREETING": "hi\u3164", "X": "\x1bM"}},
+                                 None, [])
+    texts = [c.content.text for c in content]
+    env_block = next(t for t in texts if t.startswith("with env (2 variables, approved with the command)"))
+    assert "GREETING=hi⟨U+3164⟩" in env_block and "X=␛M" in env_block
+    assert "2 control or invisible" in texts[0]
+
+
 def test_results_plan_and_fences() -> None:
     done = U.tool_call_done("c", is_error=False, content=[
         {"type": "text", "text": "ok ``` not a fence end"},

@@ -73,6 +73,8 @@ class AgentType:
     model: str | None = None
     max_steps: int | None = None
     source: str = "code"
+    #: from a folder the person has not trusted: it may only tighten what the parent has
+    untrusted: bool = False
 
 
 @dataclass
@@ -172,6 +174,12 @@ def discover(workspace: Path, *, home: Path | None, code: dict[str, Any] | None,
                 continue
             if _layer == "workspace" and not trusted:
                 agent.prompt = _UNTRUSTED_NOTE + (agent.prompt or "")
+                agent.untrusted = True
+                loosening = _loosening_keys(path)
+                if loosening:
+                    cat.warnings.append(
+                        f"subagent file {path}: ignored {', '.join(loosening)} — this folder is not trusted, so its "
+                        f"subagents may only tighten what the parent has (fewer tools, fewer steps)")
             cat.types[agent.name] = agent
     for name, raw in (code or {}).items():
         spec = raw if isinstance(raw, SubagentSpec) else SubagentSpec.model_validate(raw)
@@ -183,6 +191,29 @@ def discover(workspace: Path, *, home: Path | None, code: dict[str, Any] | None,
         GENERAL, "research and multi-step tasks, with your tools", source="built-in",
     ))
     return cat
+
+
+#: front matter keys of other agents' formats that would loosen policy; Smoke never honours them
+_LOOSENING = ("permissionMode", "permission_mode", "permission", "permissions", "auto_approve", "sandbox")
+
+
+def _loosening_keys(path: Path) -> list[str]:
+    import yaml
+
+    match = _FRONT_MATTER.match(path.read_bytes()[:MAX_FILE_BYTES].decode("utf-8", errors="replace"))
+    try:
+        meta = yaml.safe_load(match.group(1)) if match else None
+    except yaml.YAMLError:
+        return []
+    return [k for k in _LOOSENING if isinstance(meta, dict) and k in meta]
+
+
+def step_limit(agent: AgentType, parent_limit: int | None) -> int | None:
+    """The subagent's ``max_steps``: its own, but never above the parent's when
+    the file comes from a folder that is not trusted."""
+    if agent.untrusted and parent_limit is not None:
+        return min(agent.max_steps or parent_limit, parent_limit)
+    return agent.max_steps
 
 
 def _read_only(agent: AgentType, run_tools: dict[str, Any]) -> bool:
@@ -207,8 +238,10 @@ def build_task_tool(catalogue: Catalogue) -> ToolDefinition:
             raise ToolError(
                 f"unknown agent type {name!r}; available: {', '.join(sorted(types))}", code="tool_invalid_input"
             )
+        parent_limit = getattr(ctx.options, "max_steps", None)
         result = await ctx.run_subagent(
-            input["prompt"], system_prompt=agent.prompt, tools=agent.tools, max_steps=agent.max_steps,
+            input["prompt"], system_prompt=agent.prompt, tools=agent.tools,
+            max_steps=step_limit(agent, parent_limit if isinstance(parent_limit, int) else None),
             model=agent.model, name=name,
         )
         usage = result.usage.to_dict()

@@ -565,6 +565,22 @@ def write_changes(ctx: ToolContext, changes: list[_Change]) -> None:
         raise
 
 
+def _refuse_control_files(ctx: ToolContext, written: list[str], resolved: list[str]) -> None:
+    """apply_patch's paths are inside its text, where the permission gate cannot
+    see them: it never changes a control file (write_file and edit_file do, after
+    a person or an exact rule allowed that very path)."""
+    from smoke_core.plugin import ControlFiles
+
+    control = ControlFiles(getattr(ctx.options, "control_files", ()) or ())
+    for name in [*written, *resolved]:
+        what = control.what(name)
+        if what is not None:
+            raise ToolError(
+                f"patch not applied: {name} is a control file ({what}); apply_patch does not change control "
+                f"files. Use edit_file or write_file for it: they ask the person first"
+            )
+
+
 @os_errors_as_tool_errors
 def apply_patch(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
     patch = input.get("patch")
@@ -575,6 +591,8 @@ def apply_patch(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
         changes = plan_patch(ctx, patches)
     except (PatchError, ToolError) as exc:
         raise ToolError(f"patch not applied: {exc}") from None
+    _refuse_control_files(ctx, [p.path for p in patches] + [p.move_to for p in patches if p.move_to],
+                          [c.name for c in changes])
     if not changes:
         return ToolResult.text("patch applied with no changes (every file already had this content)",
                                data={"paths": [], "files": [], "diff": ""})

@@ -8,6 +8,7 @@ import asyncio
 import os
 import re
 import shutil
+import stat
 import sys
 import time
 import warnings
@@ -49,6 +50,8 @@ class FileHits:
 class GrepOutcome:
     files: list[FileHits]
     capped: bool = False
+    #: the time budget ran out: the matches are partial
+    timed_out: bool = False
 
 
 def find_rg() -> str | None:
@@ -257,6 +260,7 @@ async def rg_grep(
     include_args: Sequence[str] = (),
     skip_secrets: bool = False,
     cancelled: asyncio.Event | None = None,
+    deadline: float | None = None,
 ) -> GrepOutcome:
     """``include_args``: rg flags that pre-select the files ``include``
     accepts (see :func:`include_matcher`). ``skip_secrets``: files whose name
@@ -269,9 +273,9 @@ async def rg_grep(
     search is run again sorted."""
     outcome = await _rg_grep_once(
         rg, cwd, start, pattern, case_insensitive=case_insensitive, context=context, include=include,
-        include_args=include_args, skip_secrets=skip_secrets, cancelled=cancelled, sort=False,
+        include_args=include_args, skip_secrets=skip_secrets, cancelled=cancelled, sort=False, deadline=deadline,
     )
-    if not outcome.capped:
+    if not outcome.capped or outcome.timed_out:
         try:
             outcome.files.sort(key=lambda f: _path_order(f.path))
             return outcome
@@ -279,7 +283,7 @@ async def rg_grep(
             pass
     return await _rg_grep_once(
         rg, cwd, start, pattern, case_insensitive=case_insensitive, context=context, include=include,
-        include_args=include_args, skip_secrets=skip_secrets, cancelled=cancelled, sort=True,
+        include_args=include_args, skip_secrets=skip_secrets, cancelled=cancelled, sort=True, deadline=deadline,
     )
 
 
@@ -296,6 +300,7 @@ async def _rg_grep_once(
     skip_secrets: bool,
     cancelled: asyncio.Event | None,
     sort: bool,
+    deadline: float | None = None,
 ) -> GrepOutcome:
     argv = [
         rg, "--no-heading", "--with-filename", "--line-number", "--null", "--color", "never",
@@ -360,13 +365,14 @@ async def _rg_grep_once(
     # goes to a worker thread so it never holds the event loop. Otherwise the
     # chunks (~64 KB each) are parsed inline, which is cheaper than a thread hop.
     heavy = include is not None and not include_args
-    code, err = await _run_rg(argv, cwd, take, cancelled, in_thread=heavy)
+    code, err = await _run_rg(argv, cwd, take, cancelled, deadline, in_thread=heavy)
+    timed_out = deadline is not None and time.monotonic() >= deadline
     message = err.strip()
     # exit status 2 with nothing on stderr (--no-messages): no file passed the
     # filters (e.g. an include nothing matches), which is "no matches"
     if code == 2 and not capped and message and ("regex" in message or not files):
         raise ToolError(f"invalid search pattern for rg: {message}")
-    return GrepOutcome([f for f in files if f.matches], capped)
+    return GrepOutcome([f for f in files if f.matches], capped, timed_out)
 
 
 # ---------------------------------------------------------------- python
@@ -486,23 +492,24 @@ def py_grep(
     include: Callable[[str], bool] | None,
     skip_secrets: bool = False,
     cancelled: asyncio.Event | None = None,
+    deadline: float | None = None,
 ) -> GrepOutcome:
     regex = compile_pattern(pattern, case_insensitive)
     stop: Callable[[], bool] = cancelled.is_set if cancelled is not None else (lambda: False)
     files: list[FileHits] = []
     count = 0
     capped = False
+    timed_out = False
     for rel in walk_files(cwd, start, cancelled=stop, skip_secrets=skip_secrets):
         breathe()
+        if deadline is not None and time.monotonic() > deadline:
+            timed_out = True
+            break
         path = display_name(os.fsencode(rel))
         if include is not None and not include(path):
             continue
-        full = cwd / rel
-        try:
-            if full.stat().st_size > MAX_FILE_BYTES:
-                continue
-            data = full.read_bytes()
-        except OSError:
+        data = read_regular(cwd / rel, MAX_FILE_BYTES)
+        if data is None:
             continue
         if b"\x00" in data:
             continue  # binary (rg skips these during a walk too)
@@ -530,7 +537,28 @@ def py_grep(
             break
     if stop():
         raise ToolError("search cancelled", code="tool_cancelled")
-    return GrepOutcome(files, capped)
+    return GrepOutcome(files, capped, timed_out)
+
+
+def read_regular(path: Path, limit: int, *, head: bool = False) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file of at most ``limit``
+    bytes (``head``: its first ``limit`` bytes, whatever its size), else None.
+    Opened without blocking and checked on the open file, so a FIFO, socket or
+    device swapped in after the walk never stalls the search."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (st.st_size > limit and not head):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def relative_matcher(pattern: str, start: str) -> Callable[[str], bool]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -42,6 +43,10 @@ MAX_GREP_PATTERN_CHARS = 10_000
 GLOB_TIME_BUDGET = 10.0
 #: Matching paths one glob collects at most; beyond it the count is "at least".
 GLOB_MATCH_CAP = 20_000
+#: Seconds one grep may spend before it returns the matches it found (and says they are partial).
+GREP_TIME_BUDGET = 30.0
+_SPECIAL_FILES = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+                  (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
 
 def _int(input: dict[str, Any], key: str, default: int, lo: int, hi: int) -> int:
@@ -73,6 +78,11 @@ def _search_root(ctx: ToolContext, raw: Any) -> tuple[Path, str, str]:
         raise ToolError(
             f"path {raw!r} does not exist in the workspace {ctx.workspace.root}; use list_directory or glob to find it"
         )
+    mode = real.stat().st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        what = next((name for test, name in _SPECIAL_FILES if test(mode)), "not a regular file")
+        raise ToolError(f"path {raw!r} is {what}, not a file or a folder: the search tools read only files and "
+                        f"folders (reading it could wait forever); search its folder or a regular file instead")
     root = ctx.workspace.root
     if real == root:
         return root, "", "."
@@ -336,28 +346,36 @@ async def grep_tool(input: dict[str, Any], ctx: ToolContext) -> ToolResult:
     cwd, start, where = _search_root(ctx, raw_path)
     skip_secrets = _skip_secrets(raw_path, start, where)
     if start and (cwd / start).is_file():
-        with open(cwd / start, "rb") as fh:
-            if b"\x00" in fh.read(8192):
-                raise ToolError(f"{where} is a binary file; grep searches text files only")
+        head = _engines.read_regular(cwd / start, 8192, head=True)
+        if head is None:
+            raise ToolError(f"{where} changed while it was being searched; try again")
+        if b"\x00" in head:
+            raise ToolError(f"{where} is a binary file; grep searches text files only")
     # compiling a hostile include (up to 256 alternatives) can take ~0.1 s: not on the event loop
     matcher, include_args = (
         await asyncio.to_thread(_engines.include_matcher, include, start) if include else (None, [])
     )
     engine, rg = _engines.choose_engine()
+    deadline = time.monotonic() + GREP_TIME_BUDGET
     if engine == "rg":
         assert rg is not None
         outcome = await _engines.rg_grep(
             rg, cwd, start, pattern, case_insensitive=case_insensitive, context=context,
             include=matcher, include_args=include_args, skip_secrets=skip_secrets, cancelled=ctx.cancelled,
+            deadline=deadline,
         )
     else:
         outcome = await asyncio.to_thread(
             _engines.py_grep, cwd, start, pattern, case_insensitive=case_insensitive, context=context,
-            include=matcher, skip_secrets=skip_secrets, cancelled=ctx.cancelled,
+            include=matcher, skip_secrets=skip_secrets, cancelled=ctx.cancelled, deadline=deadline,
         )
     text, data = format_grep(
         outcome, pattern=pattern, where=where, limit=limit, context=context, secrets_skipped=skip_secrets
     )
+    if outcome.timed_out:
+        text += (f"\n[stopped after {GREP_TIME_BUDGET:g} s (the time budget); the matches are partial: use a "
+                 f"narrower path or include]")
+    data["timed_out"] = outcome.timed_out
     data["engine"] = engine
     return ToolResult.text(text, data=data)
 

@@ -354,3 +354,51 @@ async def test_python_engine_refuses_class_set_operations_clearly(tmp_path: Path
         await run(ws, "grep", pattern="[[:^alpha:]]")
     monkeypatch.setenv("SMOKE_SEARCH_ENGINE", "rg")
     assert "a.txt:1:abc" in (await run(ws, "grep", pattern="[a-z&&[^b]]")).text_content()
+
+
+# ---------------------------------------------------------------- special files and the deadline (issue 28)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket"])
+async def test_grep_and_glob_refuse_a_fifo_or_a_socket_named_as_path(tmp_path: Path, search_engine: str,
+                                                                   kind: str) -> None:
+    import os
+    import socket
+
+    ws = write(tmp_path / "ws", {"src/a.py": "needle\n"})
+    special = ws / "src" / "trap"
+    server = None
+    if kind == "fifo":
+        os.mkfifo(special)  # a reader blocks until a writer opens it: nobody ever will
+    else:
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(special))
+    try:
+        for name, args in (("grep", {"pattern": "needle", "path": "src/trap"}), ("glob", {"pattern": "*", "path": "src/trap"})):
+            with pytest.raises(ToolError) as info:
+                await asyncio.wait_for(run(ws, name, **args), 20)  # the guard: a hang fails here
+            assert "not a file or a folder" in str(info.value), name
+            assert ("named pipe (FIFO)" if kind == "fifo" else "a socket") in str(info.value)
+        # a folder holding one is searched as usual, the special file skipped
+        result = await asyncio.wait_for(run(ws, "grep", pattern="needle", path="src"), 20)
+        assert "src/a.py:1:needle" in result.text_content()
+    finally:
+        if server is not None:
+            server.close()
+
+
+def test_a_fifo_swapped_in_after_the_walk_is_not_read(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "late")
+    assert _engines.read_regular(tmp_path / "late", 1000) is None  # opened without blocking, then refused
+    (tmp_path / "f").write_bytes(b"x" * 10)
+    assert _engines.read_regular(tmp_path / "f", 5) is None and _engines.read_regular(tmp_path / "f", 5, head=True) == b"xxxxx"
+
+
+async def test_every_grep_has_a_deadline(tmp_path: Path, search_engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = write(tmp_path / "ws", {f"d{i}/f{j}.txt": "needle\n" * 50 for i in range(20) for j in range(20)})
+    monkeypatch.setattr(_tools, "GREP_TIME_BUDGET", 0.0)
+    result = await run(ws, "grep", pattern="needle")
+    assert result.data["timed_out"] is True
+    assert "the time budget" in result.text_content() and "partial" in result.text_content()

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from smoke_core.plugin import Agent, RunHandle
 
-__all__ = ["after_run", "close_agent", "register_tools"]
+__all__ = ["after_run", "background_running", "close_agent", "register_tools"]
 
 
 @hookimpl
@@ -48,3 +48,15 @@ async def close_agent(agent: Agent) -> None:
     mine = [bg for bg in LIVE.values() if bg.owner == owner]
     if mine:
         await stop_tracked(mine)
+
+
+def background_running(options: Any = None) -> bool:
+    """True while a background command (``run_command`` with ``background: true``)
+    started by the agent with these ``options`` (any agent: None) still runs.
+    A front end that lets an editor touch files by path asks this first: such a
+    command is the model's way to swap a folder for a symlink meanwhile."""
+    from ._tools import LIVE
+
+    owner = None if options is None else id(options)
+    return any(bg.running and (owner is None or bg.owner == owner) for bg in list(LIVE.values()))
+

@@ -55,6 +55,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from smoke_core.display import marked_table
+
 from .approvals import SCOPES, always_offer
 from .render import edit_preview, highlight_css, markdown_html
 from .replay import DEFAULT_REPLAY_BUDGET, EventHub
@@ -425,8 +427,10 @@ class UIState:
         except ValueError as exc:  # answered meanwhile, or not a tool call
             raise UIError(409, f"could not allow always: {exc}") from exc
         self._answered.add(tool_call_id)
-        text = getattr(written, "text", None) or rule
-        result = {"rule": text, "file": str(getattr(written, "origin", None) or choice["file"]), "scope": remember}
+        rules = list(written or [])
+        text = ", ".join(r.text for r in rules) or rule  # the rules written, as the card showed them
+        origin = rules[0].origin if rules else None
+        result = {"rule": text, "file": str(origin or choice["file"]), "scope": remember}
         if text != rule:  # never expected (a test pins the derivation); say so rather than hide it
             log.warning("smoke-ui: the rule written (%r) differs from the rule shown (%r)", text, rule)
             result["shown"] = rule
@@ -774,6 +778,8 @@ def create_app(
         page = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
         page = page.replace("{{TOKEN}}", html.escape(state.token, quote=True))
         page = page.replace("{{TITLE}}", html.escape(state.title))
+        # the characters every front end marks (smoke_core.display.MARKED): the page marks the same ones
+        page = page.replace("{{MARKS}}", html.escape(json.dumps(marked_table(), separators=(",", ":")), quote=True))
         return HTMLResponse(
             page,
             headers={

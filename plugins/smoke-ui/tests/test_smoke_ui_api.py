@@ -779,7 +779,7 @@ async def test_always_writes_exactly_the_rule_the_card_shows_to_the_chosen_file(
     ws.mkdir()
     RAN.clear()
     answers = [  # (call, scope, the rule expected in that file)
-        (call("c1", "run_command", command="echo [a] *"), "user", r"run_command(echo \[a\] \*)"),
+        (call("c1", "run_command", command="echo [a] *"), "user", "run_command(echo '[a]' '*')"),
         (call("c2", "save", path="src/app.py", content="x"), "user", rf"save({ws.resolve()}/src/app.py)"),
         (call("c3", "save", path="top.txt", content="x"), "local", "save(./top.txt)"),
         (call("c4", "touch", path="notes/a[1].md"), "user", rf"touch({ws.resolve()}/notes/a\[1\].md)"),

@@ -655,7 +655,8 @@ def real_run_command(command: str, ctx: ToolContext) -> str:
     return done.stdout + done.stderr
 
 
-SPOOF_COMMAND = "echo <b>bold</b> <img src=x onerror=window.__xss=1>\x1b[2J\x1bM"
+# quoted, so it is one simple command (a rule can cover it) holding markup and terminal escapes
+SPOOF_COMMAND = "echo \"<b>bold</b> <img src=x onerror=window.__xss=1>\x1b[2J\x1bM\""
 
 
 def test_always_allow_writes_the_rule_shown_and_the_next_run_does_not_ask(browser: Any, tmp_path: Path) -> None:
@@ -694,9 +695,9 @@ def test_always_allow_writes_the_rule_shown_and_the_next_run_does_not_ask(browse
             approval = page.locator('[data-testid="approval-card"][data-tool-call-id="a1"]')
             approval.wait_for(timeout=WAIT_MS)
             rule = approval.locator('[data-testid="always-rule"]')
-            # "[" is escaped in the rule (it matches only itself): ESC then "\" is one mark
-            assert rule.inner_text() == ("run_command(echo <b>bold</b> <img src=x onerror=window.__xss=1>"
-                                         "⟨ESC \\⟩[2J⟨ESC M⟩)")
+            # the rule is the exact argv, shell-quoted (its glob characters match only themselves)
+            assert rule.inner_text() == ("run_command(echo '<b>bold</b> <img src=x onerror=window.__xss=1>"
+                                         "⟨ESC [2J⟩⟨ESC M⟩')")
             assert rule.locator(".ctl-esc").count() == 2 and rule.locator("b, img").count() == 0
             assert rule.get_attribute("data-scope") == "local"
             assert approval.locator('[data-testid="always-scope-local"]').is_checked()
@@ -903,5 +904,50 @@ def test_the_header_shows_usage_against_the_run_budget(browser: Any, tmp_path: P
             assert "in 1,200 / 50,000" in text and "$0.0125 / $0.5" in text
             assert page.js_errors == []
             screenshot(page, "smoke-ui-budget-header.png")
+        finally:
+            page.close()
+
+
+# ---------------------------------------------------------------- one table of marks for every front end (issue 28)
+
+
+def test_the_page_marks_every_character_of_the_shared_table_and_shows_env_whole(browser: Any, tmp_path: Path) -> None:
+    from smoke_core.display import MARKED, visible
+
+    # one character of every table entry, each between two letters
+    chars = [chr(first) for first, _last, _name, _kind in MARKED]
+    command = "echo " + "".join(f"a{c}" for c in chars) + "a"
+    env = {"GREETING": "hi\u3164there", "LESS": "-R"}
+
+    @tool(presentation={"label": "Run", "icon": "💻"}, kind="execute", permission_key="command")
+    def run_command(command: str, env: dict[str, str] | None = None) -> str:
+        """Run a command."""
+        return "ran"
+
+    script = [{"tool_calls": [{"id": "m1", "name": "run_command", "input": {"command": command, "env": env}}]},
+              "done"]
+    app = create_app(lambda **kw: create_agent(tmp_path, provider=ScriptedProvider(script), autoload_plugins=False,
+                                               plugins=[], tools=[run_command], **kw), store=MemoryStore())
+    with ServerThread(app) as server:
+        wait_healthy(server.url)
+        page = open_page(browser, server, app)
+        try:
+            send_task(page, "marks")
+            approval = page.locator('[data-testid="approval-card"][data-tool-call-id="m1"]')
+            approval.wait_for(timeout=WAIT_MS)
+            value = approval.locator('[data-testid="field-value"][data-key="command"]')
+            marks = value.locator(".ctl")
+            assert marks.count() == len(chars)  # every entry, none missed (the terminal marks the same ones)
+            assert sum(1 for c in chars if visible(c) != c) == len(chars)
+            shown = [m.get_attribute("data-ctl") for m in marks.all()]
+            assert shown == [f"U+{ord(c):04X}" for c in chars]
+            entries = approval.locator('[data-testid="env-entry"]')
+            assert entries.all_inner_texts() == ["GREETING=hi⟨U+3164⟩there", "LESS=-R"]
+            assert "approved with the command" in approval.locator('[data-testid="env-note"]').inner_text()
+            assert entries.first.locator(".ctl").count() == 1
+            screenshot(page, "smoke-ui-marks-and-env.png")
+            approval.locator('[data-testid="deny-button"]').click()
+            page.wait_for_selector('[data-testid="final-message"]', timeout=WAIT_MS)
+            assert page.js_errors == []
         finally:
             page.close()

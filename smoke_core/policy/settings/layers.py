@@ -203,7 +203,7 @@ def _merge(ws: Path, trusted: bool, layers: list[LayerData], managed: LayerData 
     values: dict[str, Any] = {
         "provider": None, "model": None, "base_url": None, "permission": DEFAULT_PERMISSION,
         "auto_approve": False, "max_steps": DEFAULT_MAX_STEPS, "sandbox": {}, "instructions": None,
-        "plugin_options": {}, "managed_rules_only": False, "trusted_folders": [],
+        "plugin_options": {}, "managed_rules_only": False, "trusted_folders": [], "control_files": [],
         "max_cost_usd": None, "max_input_tokens": None, "max_output_tokens": None, "fallback_models": [],
     }
     origins: dict[str, str] = {k: "default" for k in values}
@@ -374,7 +374,8 @@ def choose_provider(resolved: ResolvedSettings, provider_names: Iterable[str]) -
     """``(provider, model, base_url)`` from the effective settings.
 
     ``model: "nvidia:meta/llama..."`` names the provider too when it comes
-    from a higher layer than ``provider``; a ``base_url`` set for another
+    from a higher layer than ``provider`` — never from an untrusted folder's
+    own files (the prefix is dropped, with a warning); a ``base_url`` set for another
     provider in a lower layer is not used (with a warning added to
     ``resolved.warnings``): the key of one provider never goes to the
     endpoint configured for another."""
@@ -384,7 +385,16 @@ def choose_provider(resolved: ResolvedSettings, provider_names: Iterable[str]) -
     rank_p = _RANK[layer_of.get("provider", "default")] if provider is not None else -1
     if model and ":" in model:
         prefix, rest = model.split(":", 1)
-        if prefix in names and (provider is None or _RANK[layer_of.get("model", "default")] > rank_p):
+        if prefix in names and layer_of.get("model") in WORKSPACE_LAYERS and not resolved.trusted:
+            # an untrusted folder may pick the model, never the provider (its key and endpoint)
+            message = (f"ignored settings in {resolved.origins.get('model', '?')}: the provider prefix of model "
+                       f"({prefix}:) — this folder ({resolved.workspace}) is not trusted, so its own files may only "
+                       f"tighten policy; the model {rest!r} is used with the provider chosen elsewhere. If you trust "
+                       f"it, run `smoke trust {_shell_quote(resolved.workspace)}`.")
+            if message not in resolved.warnings:
+                resolved.warnings.append(message)
+            model = rest
+        elif prefix in names and (provider is None or _RANK[layer_of.get("model", "default")] > rank_p):
             provider, model = prefix, rest
     if base_url is not None and provider is not None:
         rank_b = _RANK[layer_of.get("base_url", "default")]

@@ -148,6 +148,10 @@ class Settings(BaseModel):
     managed_rules_only: StrictBool | None = Field(None, json_schema_extra=_policy(
         "true or false", layers=("managed",),
         description="only managed allow rules apply (deny / ask rules from every layer still do)"))
+    control_files: list[StrictStr] | None = Field(None, json_schema_extra=_policy(
+        "a list of workspace paths or globs such as 'deploy/**'", layers=("managed",),
+        description="more control files: a file tool's write to one always asks a person "
+                    "(docs/security.md, Control files)"))
 
     @field_validator("base_url")
     @classmethod
@@ -161,6 +165,14 @@ class Settings(BaseModel):
     def _a_number(cls, value: Any) -> Any:
         if isinstance(value, (bool, str)):  # not `true`, not "lots", not "0.5" in quotes
             raise ValueError("a number is needed, not text or true/false")
+        return value
+
+    @field_validator("control_files")
+    @classmethod
+    def _workspace_globs(cls, value: list[str] | None) -> list[str] | None:
+        for item in value or ():
+            if not item.strip() or item.strip().startswith(("~", "../")) or "/../" in item:
+                raise ValueError(f"{item!r} is not a path inside the workspace (write e.g. 'deploy/**' or '*.tf')")
         return value
 
     @field_validator("provider", "model")

@@ -130,13 +130,28 @@
   // ------------------------------------------------------------ visible text
 
   // Characters that display as nothing, or change how other text displays
-  // (terminal escapes, carriage returns, bidi overrides, zero-width and tag
-  // characters): each becomes a visible mark with an explanation on hover.
+  // (terminal escapes, carriage returns, bidi overrides, zero-width, blank and
+  // tag characters, variation selectors, look-alikes of shell syntax): each
+  // becomes a visible mark with an explanation on hover. The table is
+  // smoke_core.display's (MARKED), sent with the page: every front end marks
+  // the same characters.
+  const MARKS = (function () {
+    const meta = document.querySelector('meta[name="smoke-marks"]');
+    try {
+      const table = JSON.parse(meta ? meta.content : "[]");
+      return Array.isArray(table) ? table : [];
+    } catch (e) {
+      return [];
+    }
+  })();
+  const codeClass = (cp) => "\\u{" + cp.toString(16) + "}";
+  const TABLE_SRC = MARKS.map((m) => (m.first === m.last ? codeClass(m.first) : codeClass(m.first) + "-" + codeClass(m.last))).join("");
   const SPECIAL_SRC =
     "\\x1b(?:\\[[0-?]*[ -/]*[@-~]|\\][^\\x07\\x1b\\n]{0,256}(?:\\x07|\\x1b\\\\)?|[^\\n])?" +
-    "|[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u00ad\\u061c\\u115f\\u1160\\u180e\\u200b-\\u200f\\u2028-\\u202e" +
-    "\\u2060-\\u2064\\u2066-\\u2069\\u3164\\ufeff\\u{e0000}-\\u{e007f}]";
+    "|[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f" + TABLE_SRC + "\\p{Cf}\\p{Co}\\p{Cn}\\p{Cs}\\p{Zl}\\p{Zp}]";
   const ODD_SPACE_SRC = "[\\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000]";
+  const EMOJI_SELECTOR = /^[\ufe0e\ufe0f]$/u;
+  const SYMBOL = /^\p{So}$/u;
   const PATTERNS = {
     // approvals, questions, inputs: every whitespace run and tab is shown
     strict: new RegExp(SPECIAL_SRC + "|[ \\t]{2,}|\\t|" + ODD_SPACE_SRC, "gu"),
@@ -160,20 +175,10 @@
     0x0d: ["\\r", "CR (carriage return): a terminal goes back to the start of the line and what follows overwrites it"],
     0x7f: ["\\x7f", "DEL"], 0x85: ["\\x85", "NEL (C1 next line)"], 0x9b: ["\\x9b", "CSI (C1 control sequence introducer): a terminal escape"],
   };
-  const UNICODE = {
-    0x00a0: "NO-BREAK SPACE", 0x00ad: "SOFT HYPHEN (invisible)", 0x061c: "ARABIC LETTER MARK (bidi)",
-    0x115f: "HANGUL CHOSEONG FILLER (invisible)", 0x1160: "HANGUL JUNGSEONG FILLER (invisible)",
-    0x180e: "MONGOLIAN VOWEL SEPARATOR (invisible)", 0x200b: "ZERO WIDTH SPACE", 0x200c: "ZERO WIDTH NON-JOINER",
-    0x200d: "ZERO WIDTH JOINER", 0x200e: "LEFT-TO-RIGHT MARK (bidi)", 0x200f: "RIGHT-TO-LEFT MARK (bidi)",
-    0x2028: "LINE SEPARATOR", 0x2029: "PARAGRAPH SEPARATOR", 0x202a: "LEFT-TO-RIGHT EMBEDDING (bidi)",
-    0x202b: "RIGHT-TO-LEFT EMBEDDING (bidi)", 0x202c: "POP DIRECTIONAL FORMATTING (bidi)",
-    0x202d: "LEFT-TO-RIGHT OVERRIDE (bidi): the text after it is displayed reordered",
-    0x202e: "RIGHT-TO-LEFT OVERRIDE (bidi): the text after it is displayed reversed",
-    0x2060: "WORD JOINER (invisible)", 0x2061: "FUNCTION APPLICATION (invisible)", 0x2062: "INVISIBLE TIMES",
-    0x2063: "INVISIBLE SEPARATOR", 0x2064: "INVISIBLE PLUS", 0x2066: "LEFT-TO-RIGHT ISOLATE (bidi)",
-    0x2067: "RIGHT-TO-LEFT ISOLATE (bidi)", 0x2068: "FIRST STRONG ISOLATE (bidi)", 0x2069: "POP DIRECTIONAL ISOLATE (bidi)",
-    0x3164: "HANGUL FILLER (invisible)", 0xfeff: "ZERO WIDTH NO-BREAK SPACE / BOM (invisible)",
-  };
+  function tableEntry(cp) {
+    for (const m of MARKS) if (cp >= m.first && cp <= m.last) return m;
+    return null;
+  }
 
   function hex(cp, width) {
     return cp.toString(16).toUpperCase().padStart(width, "0");
@@ -211,9 +216,10 @@
       if (known) return [known[0], "U+" + hex(cp, 4) + " " + known[1], "control"];
       return ["\\x" + hex(cp, 2).toLowerCase(), "U+" + hex(cp, 4) + " control character", "control"];
     }
-    const name = UNICODE[cp] || "invisible or formatting character";
-    const kind = /bidi/.test(name) ? "bidi" : /SPACE$/.test(name) && cp !== 0x200b && cp !== 0xfeff ? "space" : "invisible";
-    return ["⟨U+" + hex(cp, 4) + "⟩", "U+" + hex(cp, 4) + " " + name, kind];
+    const entry = tableEntry(cp);
+    const name = entry ? entry.name : "invisible or formatting character";
+    const kind = entry ? entry.kind : "invisible";
+    return ["⟨U+" + hex(cp, cp > 0xffff ? 5 : 4) + "⟩", "U+" + hex(cp, 4) + " " + name, kind];
   }
 
   // ``text`` as a fragment of text nodes and marks (spans with class "ctl").
@@ -226,6 +232,10 @@
     let m;
     while ((m = re.exec(text)) !== null) {
       const leading = m.index === 0 || text[m.index - 1] === "\n";
+      if (EMOJI_SELECTOR.test(m[0]) && m.index > 0) {
+        const before = Array.from(text.slice(Math.max(0, m.index - 2), m.index)).pop();
+        if (before && SYMBOL.test(before)) continue; // ❤️: an emoji's presentation, nothing hidden
+      }
       const found = markFor(m[0], mode, leading);
       if (!found) continue; // left as it is; the text up to here is appended later
       if (m.index > last) frag.append(text.slice(last, m.index));
@@ -310,6 +320,10 @@
     const box = el("div", { class: "input-fields", testid: "input-fields" });
     const entries = input && typeof input === "object" && !Array.isArray(input) ? Object.entries(input) : [["input", input]];
     for (const [key, value] of entries) {
+      if (key === "env" && value && typeof value === "object" && !Array.isArray(value)) {
+        box.append(envView(value)); // approved with the command: every entry whole, marked
+        continue;
+      }
       const text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
       const str = String(text === undefined ? "" : text);
       const head = el("div", { class: "field-head" }, [
@@ -327,6 +341,24 @@
       box.append(el("div", { class: "field", "data-key": key }, [head, pre]));
     }
     return box;
+  }
+
+  // A command's env: one NAME=value line per entry, each whole and marked.
+  function envView(env) {
+    const entries = Object.entries(env);
+    const pre = el("pre", { class: "field-value env-value", testid: "env-value", "data-key": "env", tabindex: "0" });
+    entries.forEach(([name, value], i) => {
+      const line = el("span", { class: "env-entry", testid: "env-entry", "data-name": name });
+      line.append(visible(name, "strict"), "=", visible(typeof value === "string" ? value : JSON.stringify(value), "strict"));
+      pre.append(line);
+      if (i < entries.length - 1) pre.append("\n");
+    });
+    const head = el("div", { class: "field-head" }, [
+      el("span", { class: "field-key", testid: "field-key" }, [visible("env", "strict")]),
+      el("span", { class: "field-len env-note", testid: "env-note",
+        text: fmt(entries.length) + (entries.length === 1 ? " variable" : " variables") + " · approved with the command" }),
+    ]);
+    return el("div", { class: "field field-env", "data-key": "env" }, [head, pre]);
   }
 
   // A unified diff with added / removed lines coloured.
