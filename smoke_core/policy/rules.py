@@ -21,9 +21,10 @@ if TYPE_CHECKING:
 
 Decision = Literal["allow", "deny", "ask"]
 RuleAction = Literal["allow", "ask", "deny"]
-PERMISSION_MODES = ("ask-default", "allow-all", "deny-all")
-#: Modes from the tightest to the loosest (an untrusted folder may only tighten).
-MODE_STRICTNESS = {"deny-all": 0, "ask-default": 1, "allow-all": 2}
+PERMISSION_MODES = ("ask-default", "accept-edits", "plan", "allow-all", "deny-all")
+#: Modes from the tightest to the loosest (an untrusted folder may only tighten). ``plan``
+#: refuses every change until a person approves a plan; ``accept-edits`` lets file edits run.
+MODE_STRICTNESS = {"deny-all": 0, "plan": 1, "ask-default": 2, "accept-edits": 3, "allow-all": 4}
 RULE_ACTIONS: tuple[RuleAction, ...] = ("allow", "ask", "deny")
 
 #: Answers accepted by ``agent.resolve_permission``: ``allow`` (this call),

@@ -164,8 +164,10 @@ async def _exit_plan_mode(run: Any, input: dict[str, Any], call_id: str) -> Tool
     run.emit("plan.required", {"tool_call_id": call_id, "plan": plan, "modes": list(APPROVAL_MODES),
                                "rejections": rejections, "max_rejections": MAX_REJECTIONS})
     answer = _decode(await deps.pauses.wait(call_id))
-    decision, mode, text = answer["decision"], answer.get("mode"), answer.get("text")
-    run.emit("plan.resolved", {"tool_call_id": call_id, "decision": decision, "mode": mode,
+    decision, text = answer["decision"], answer.get("text")
+    mode = str(answer.get("mode") or "ask-default")
+    run.emit("plan.resolved", {"tool_call_id": call_id, "decision": decision,
+                               "mode": mode if decision != "reject" else None,
                                "text": text if decision != "approve" else None})
     if decision == "reject":
         rejections += 1

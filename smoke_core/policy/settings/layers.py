@@ -244,7 +244,7 @@ def _merge(ws: Path, trusted: bool, layers: list[LayerData], managed: LayerData 
                 if key in BUDGET_KEYS and values[key] is not None and value > values[key]:
                     skipped.append(f"{key} (above the limit of {values[key]})")
                     continue
-                if key == "permission" and MODE_STRICTNESS[value] > MODE_STRICTNESS.get(values["permission"], 1):
+                if key == "permission" and MODE_STRICTNESS[value] > MODE_STRICTNESS.get(values["permission"], MODE_STRICTNESS["ask-default"]):
                     skipped.append(f"permission (looser than {values['permission']})")
                     continue
             if key == "permissions":

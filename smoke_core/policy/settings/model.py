@@ -102,7 +102,7 @@ class Settings(BaseModel):
     base_url: StrictStr | None = Field(None, json_schema_extra=_policy(
         "an http:// or https:// URL", layers=_ALL, env="SMOKE_BASE_URL",
         description="the provider's endpoint (the API key is sent there)"))
-    permission: Literal["ask-default", "allow-all", "deny-all"] | None = Field(None, json_schema_extra=_policy(
+    permission: Literal["ask-default", "accept-edits", "plan", "allow-all", "deny-all"] | None = Field(None, json_schema_extra=_policy(
         f"one of {', '.join(PERMISSION_MODES)}", layers=_ALL, untrusted="tighter", env="SMOKE_PERMISSION",
         description="the permission mode"))
     auto_approve: StrictBool | list[StrictStr] | None = Field(None, json_schema_extra=_policy(
