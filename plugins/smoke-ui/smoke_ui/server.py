@@ -84,10 +84,10 @@ TOKEN_HEADER = "x-smoke-token"
 KEEPALIVE_SECONDS = 15.0
 RECONNECT_MS = 1000
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
-"""Largest request body for ``POST /api/runs`` and ``POST /api/questions/…`` (1 MiB)."""
+"""Largest request body for ``POST /api/runs``, ``POST /api/questions/…`` and ``POST /api/plans/…`` (1 MiB)."""
 SMALL_BODY_BYTES = 16 * 1024
 """Largest request body for every other request (16 KiB)."""
-_LARGE_BODY_PATHS = ("/api/runs", "/api/questions/")
+_LARGE_BODY_PATHS = ("/api/runs", "/api/questions/", "/api/plans/")
 _DRAIN_BYTES = 64 * 1024 * 1024
 _DRAIN_SECONDS = 5.0
 MAX_TITLE_CHARS = 200
