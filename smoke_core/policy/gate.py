@@ -471,7 +471,8 @@ class PermissionGate:
 
 #: why plan mode refuses a call (the model reads it as the denial's reason)
 PLAN_REFUSAL = ("plan mode is on: only read-only tools run until the person approves your plan; explore with "
-                "read-only tools, then call exit_plan_mode with the plan")
+                "read-only tools, then call exit_plan_mode with the plan (when that tool is not offered, end your "
+                "turn with the plan as your answer)")
 
 #: wrappers an allow rule never needs (the parse looks through them to what they run)
 _LOOKED_THROUGH = frozenset(("env", "command", "builtin", "exec", "time", "nice", "nohup", "timeout", "stdbuf",
