@@ -12,6 +12,10 @@ tool until the last step), at 200 steps, in µs per step:
   summed and added every 32 calls), content capture off.
 - smoke-otel-batch-processor: the same with a ``BatchSpanProcessor`` (what an
   OTLP set-up uses: spans queued, exported by a background thread).
+- smoke-otel-no-exemplars: the first variant with the meter provider's
+  exemplar filter off (``OTEL_METRICS_EXEMPLAR_FILTER=always_off``): the
+  SDK's default (``trace_based``) offers every record made under a sampled
+  span to an exemplar reservoir, which the floor below never does.
 - smoke-otel-noop-providers: the plugin following the run with the API's
   no-op tracer and meter providers: the plugin's own work (and the hook
   dispatch it causes), without the SDK's.
@@ -48,12 +52,12 @@ from _common import finish, fmt_table, installed_version, median, parser, run_ch
 
 STEPS = 200
 TARGET_RATIO = 1.5
-SMOKE_VARIANTS = ("smoke", "smoke-otel", "smoke-otel-batch-processor", "smoke-otel-noop-providers",
-                  "smoke-otel-unconfigured")
+SMOKE_VARIANTS = ("smoke", "smoke-otel", "smoke-otel-batch-processor", "smoke-otel-no-exemplars",
+                  "smoke-otel-noop-providers", "smoke-otel-unconfigured")
 
 
-def sdk_providers(batch: bool = False) -> tuple[Any, Any, Any]:
-    from opentelemetry.sdk.metrics import MeterProvider
+def sdk_providers(batch: bool = False, exemplars: bool = True) -> tuple[Any, Any, Any]:
+    from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
@@ -63,7 +67,8 @@ def sdk_providers(batch: bool = False) -> tuple[Any, Any, Any]:
     exporter = InMemorySpanExporter()
     # BatchSpanProcessor: what an OTLP set-up uses (spans queued, exported by a background thread)
     tp.add_span_processor(BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter))
-    return tp, MeterProvider(metric_readers=[InMemoryMetricReader()]), exporter
+    extra: dict[str, Any] = {} if exemplars else {"exemplar_filter": AlwaysOffExemplarFilter()}
+    return tp, MeterProvider(metric_readers=[InMemoryMetricReader()], **extra), exporter
 
 
 # ---------------------------------------------------------------- Smoke
@@ -78,10 +83,11 @@ def smoke_run(ws: str, variant: str, tool: Any) -> tuple[float, int]:
     plugins: list[Any] = []
     exporter = None
     tp = None
-    if variant in ("smoke-otel", "smoke-otel-batch-processor"):
+    if variant in ("smoke-otel", "smoke-otel-batch-processor", "smoke-otel-no-exemplars"):
         from smoke_otel import OtelPlugin
 
-        tp, mp, exporter = sdk_providers(batch=variant == "smoke-otel-batch-processor")
+        tp, mp, exporter = sdk_providers(batch=variant == "smoke-otel-batch-processor",
+                                         exemplars=variant != "smoke-otel-no-exemplars")
         plugins = [OtelPlugin(tracer_provider=tp, meter_provider=mp)]
     elif variant == "smoke-otel-noop-providers":
         from opentelemetry.metrics import NoOpMeterProvider
@@ -197,6 +203,9 @@ def bench_smoke(reps: int) -> dict[str, Any]:
         "reps": reps,
         "ratio": round(us["smoke-otel"] / us["smoke"], 2),
         "ratio_batch_processor": round(us["smoke-otel-batch-processor"] / us["smoke"], 2),
+        "ratio_no_exemplars": round(us["smoke-otel-no-exemplars"] / us["smoke"], 2),
+        "exemplars_us": round(us["smoke-otel"] - us["smoke-otel-no-exemplars"], 1),
+        "sdk_floor_ratio": round((us["smoke"] + us["sdk-floor"]) / us["smoke"], 2),
         "added_us": round(us["smoke-otel"] - us["smoke"], 1),
         "added_above_floor_us": round(us["smoke-otel"] - us["smoke"] - us["sdk-floor"], 1),
         "plugin_own_us": round(us["smoke-otel-noop-providers"] - us["smoke"], 1),
