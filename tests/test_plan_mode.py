@@ -202,8 +202,6 @@ def test_out_of_plan_mode_the_tool_is_not_offered_and_a_subagent_never_gets_it(w
     agent.run_sync("go")
     assert PLAN_TOOL not in [t["name"] for t in provider.requests[0].tools]
 
-    from smoke_core.testing import make_tool_context  # noqa: F401  (the door exists)
-
     @tool(read_only=True)
     async def delegate(ctx: Any = None) -> str:
         """Run a subagent."""
