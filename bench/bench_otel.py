@@ -7,7 +7,15 @@ tool until the last step), at 200 steps, in µs per step:
 - smoke-otel: with smoke-otel's ``OtelPlugin`` exporting to the SDK's
   in-memory span exporter (``SimpleSpanProcessor``) and an in-memory metric
   reader: per step one ``chat`` and one ``execute_tool`` span and four
-  histogram records, content capture off.
+  histogram records (semantic-conventions-genai v0.1.0: inference duration,
+  the two per-call token histograms, tool duration; the usage counters are
+  summed and added every 32 calls), content capture off.
+- smoke-otel-batch-processor: the same with a ``BatchSpanProcessor`` (what an
+  OTLP set-up uses: spans queued, exported by a background thread).
+- smoke-otel-no-exemplars: the first variant with the meter provider's
+  exemplar filter off (``OTEL_METRICS_EXEMPLAR_FILTER=always_off``): the
+  SDK's default (``trace_based``) offers every record made under a sampled
+  span to an exemplar reservoir, which the floor below never does.
 - smoke-otel-noop-providers: the plugin following the run with the API's
   no-op tracer and meter providers: the plugin's own work (and the hook
   dispatch it causes), without the SDK's.
@@ -44,20 +52,23 @@ from _common import finish, fmt_table, installed_version, median, parser, run_ch
 
 STEPS = 200
 TARGET_RATIO = 1.5
-SMOKE_VARIANTS = ("smoke", "smoke-otel", "smoke-otel-noop-providers", "smoke-otel-unconfigured")
+SMOKE_VARIANTS = ("smoke", "smoke-otel", "smoke-otel-batch-processor", "smoke-otel-no-exemplars",
+                  "smoke-otel-noop-providers", "smoke-otel-unconfigured")
 
 
-def sdk_providers() -> tuple[Any, Any, Any]:
-    from opentelemetry.sdk.metrics import MeterProvider
+def sdk_providers(batch: bool = False, exemplars: bool = True) -> tuple[Any, Any, Any]:
+    from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     tp = TracerProvider()
     exporter = InMemorySpanExporter()
-    tp.add_span_processor(SimpleSpanProcessor(exporter))
-    return tp, MeterProvider(metric_readers=[InMemoryMetricReader()]), exporter
+    # BatchSpanProcessor: what an OTLP set-up uses (spans queued, exported by a background thread)
+    tp.add_span_processor(BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter))
+    extra: dict[str, Any] = {} if exemplars else {"exemplar_filter": AlwaysOffExemplarFilter()}
+    return tp, MeterProvider(metric_readers=[InMemoryMetricReader()], **extra), exporter
 
 
 # ---------------------------------------------------------------- Smoke
@@ -71,10 +82,12 @@ def smoke_run(ws: str, variant: str, tool: Any) -> tuple[float, int]:
 
     plugins: list[Any] = []
     exporter = None
-    if variant == "smoke-otel":
+    tp = None
+    if variant in ("smoke-otel", "smoke-otel-batch-processor", "smoke-otel-no-exemplars"):
         from smoke_otel import OtelPlugin
 
-        tp, mp, exporter = sdk_providers()
+        tp, mp, exporter = sdk_providers(batch=variant == "smoke-otel-batch-processor",
+                                         exemplars=variant != "smoke-otel-no-exemplars")
         plugins = [OtelPlugin(tracer_provider=tp, meter_provider=mp)]
     elif variant == "smoke-otel-noop-providers":
         from opentelemetry.metrics import NoOpMeterProvider
@@ -93,8 +106,11 @@ def smoke_run(ws: str, variant: str, tool: Any) -> tuple[float, int]:
     result = asyncio.run(agent.run("go"))
     dt = time.perf_counter() - t0
     assert result.status == "completed" and result.steps == STEPS, (result.status, result.steps, result.error)
+    if tp is not None:
+        tp.force_flush()  # after the timing: the batch processor's queue
+        tp.shutdown()
     spans = len(exporter.get_finished_spans()) if exporter is not None else 0
-    if variant == "smoke-otel":
+    if exporter is not None:
         assert spans == 2 * STEPS, spans  # STEPS chat + (STEPS - 1) tool + 1 invoke_agent
     return dt, spans
 
@@ -113,7 +129,6 @@ def sdk_floor() -> Any:
             "gen_ai.request.model": "scripted-model"}
     tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "noop", "gen_ai.tool.type": "function",
             "gen_ai.tool.description": "Does nothing."}
-    tin, tout = {**chat, "gen_ai.token.type": "input"}, {**chat, "gen_ai.token.type": "output"}
     tmetric = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "noop", "gen_ai.tool.type": "function"}
 
     def one() -> float:
@@ -126,8 +141,8 @@ def sdk_floor() -> Any:
                               "gen_ai.response.finish_reasons": ("tool_calls",)})
             s.end()
             tel.operation_duration.record(0.001, chat)
-            tel.token_usage.record(1, tin)
-            tel.token_usage.record(1, tout)
+            tel.operation_input_tokens.record(1, chat)
+            tel.operation_output_tokens.record(1, chat)
             t = tel.tracer.start_span("execute_tool noop", context=ctx, kind=trace.SpanKind.INTERNAL,
                                       attributes={**tool, "gen_ai.tool.call.id": f"call_{i}"})
             t.set_attributes({"smoke.tool.outcome": "ok"})
@@ -187,6 +202,10 @@ def bench_smoke(reps: int) -> dict[str, Any]:
         "runs_s": {v: [round(x, 5) for x in r] for v, r in {**runs, "sdk-floor": floor}.items()},
         "reps": reps,
         "ratio": round(us["smoke-otel"] / us["smoke"], 2),
+        "ratio_batch_processor": round(us["smoke-otel-batch-processor"] / us["smoke"], 2),
+        "ratio_no_exemplars": round(us["smoke-otel-no-exemplars"] / us["smoke"], 2),
+        "exemplars_us": round(us["smoke-otel"] - us["smoke-otel-no-exemplars"], 1),
+        "sdk_floor_ratio": round((us["smoke"] + us["sdk-floor"]) / us["smoke"], 2),
         "added_us": round(us["smoke-otel"] - us["smoke"], 1),
         "added_above_floor_us": round(us["smoke-otel"] - us["smoke"] - us["sdk-floor"], 1),
         "plugin_own_us": round(us["smoke-otel-noop-providers"] - us["smoke"], 1),

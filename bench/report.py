@@ -410,6 +410,8 @@ def sec_otel(ot: dict[str, Any]) -> str:
         ["smoke (plain loop)", _v(u["smoke"]), "", "no plugin"],
         ["smoke + smoke-otel, SDK with in-memory exporters", _v(u["smoke-otel"]), f"{s['ratio']}×",
          "2 spans + 4 histogram records per step"],
+        ["smoke + smoke-otel, exemplars off", _v(u.get("smoke-otel-no-exemplars")),
+         f"{s.get('ratio_no_exemplars')}×", "the same, the meter provider's exemplar filter off"],
         ["smoke + smoke-otel, no-op providers", _v(u["smoke-otel-noop-providers"]),
          f"{round(u['smoke-otel-noop-providers'] / u['smoke'], 2)}×",
          "the plugin's own work and the hook dispatch, without the SDK's"],
@@ -435,8 +437,12 @@ def sec_otel(ot: dict[str, Any]) -> str:
         f"hook dispatch (measured with no-op providers), {s['sdk_in_run_us']} µs the SDK's (span start and end "
         "with the conventional attributes, four histogram records per step). Done alone in a tight loop, that "
         f"SDK work takes {_v(u['sdk-floor'])} µs per step — {u['sdk-floor'] / u['smoke']:.2f}× the whole plain loop "
-        "(a fake model, a no-op tool): a ratio ≤ 1.5 would need the OpenTelemetry Python SDK to record a step's "
-        "spans and metrics in under half the loop's own time. "
+        "(a fake model, a no-op tool), so the plain loop plus that floor is already "
+        f"{s.get('sdk_floor_ratio')}× the plain loop: a ratio ≤ 1.5 would need the OpenTelemetry Python SDK to "
+        "record a step's spans and metrics in under half the loop's own time. Of the SDK's share in the run, "
+        f"{_v(s.get('exemplars_us'))} µs per step are exemplars (the SDK's default filter offers each histogram "
+        "record made under a sampled span to a reservoir; `OTEL_METRICS_EXEMPLAR_FILTER=always_off` turns that "
+        "off, at the price of the metric-to-trace links). "
         f"Against a real model call the added time is small: {s['added_us'] / 1000:.2f} ms per step is "
         f"{s['added_us'] / 3000:.2f}% of a 300 ms call.",
     ]

@@ -93,6 +93,7 @@ __all__ = [
     "run_batch",
     "run_batch_task",
     "tool",
+    "url_host",
     "user_message",
     "visible",
 ]
@@ -130,6 +131,7 @@ _LAZY: dict[str, str] = {
     "ANSWERS": "policy.rules",
     "PermissionRequest": "policy.rules",
     "looks_secret": "policy.rules",
+    "url_host": "policy.domains",
     "SandboxSettings": "policy.sandbox.settings",
     "Redactor": "policy.secrets",
     "child_env": "policy.secrets",
@@ -207,6 +209,7 @@ if TYPE_CHECKING:
     from .policy.commands.model import CommandParse, DynamicWord, GlobWord, SimpleCommand
     from .policy.commands.walker import parse_command
     from .policy.control_files import ControlFiles
+    from .policy.domains import url_host
     from .policy.options import AgentOptions
     from .policy.rules import ANSWERS, PermissionRequest, looks_secret
     from .policy.sandbox.settings import SandboxSettings

@@ -23,6 +23,7 @@ behind it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import os
 import signal
@@ -177,6 +178,10 @@ class TerminalChat:
     def _use(self, agent: Any, *, reason: str = "other") -> None:
         if self._agent is not None:
             self._retired.append((self._agent, reason))
+            mode = self._agent.permission_mode  # /clear, /model, /compact keep the mode the person chose
+            if isinstance(mode, str) and mode != agent.permission_mode:
+                with contextlib.suppress(ValueError):
+                    agent.set_permission_mode(mode)
         self._agent = agent
         self._refresh_commands()
 
@@ -295,9 +300,11 @@ class TerminalChat:
         c.print(f"[bold]smoke chat[/bold] · {esc(a.options.provider_name)} · {esc(a.provider.model)} · "
                 f"session {esc(self._session_id)}")
         c.print("[dim]/help lists the commands · Ctrl-C stops a turn · /exit or Ctrl-D leaves[/dim]")
+        if a.permission_mode == "plan":
+            c.print("[cyan]plan mode: only read-only tools run until you approve a plan (/plan off leaves it)[/cyan]")
         while not self._ended:
             try:
-                line = input(PROMPT)
+                line = input(("plan " if self._agent.permission_mode == "plan" else "") + PROMPT)
             except EOFError:
                 c.print()
                 break
@@ -396,12 +403,13 @@ async def read_terminal_line(prompt: str) -> str:
 
 
 def chat_impl(workspace: str, provider: str | None, model: str | None, base_url: str | None, session: str | None,
-              yes: bool, max_steps: int | None, no_stream: bool) -> None:
+              yes: bool, max_steps: int | None, no_stream: bool, plan: bool = False) -> None:
     """``smoke chat``."""
     from ..run.agent import new_session_id
 
     try:
-        setup = prepare(workspace, provider, model, base_url, max_steps, yes, no_stream, interactive=is_interactive())
+        setup = prepare(workspace, provider, model, base_url, max_steps, yes, no_stream, interactive=is_interactive(),
+                        plan=plan)
     except SetupError as exc:
         click.echo(f"smoke: {exc}", err=True)
         sys.exit(EXIT_USAGE)

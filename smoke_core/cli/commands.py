@@ -22,6 +22,8 @@ def _agent_options(fn: Any) -> Any:
         click.option("--base-url", default=None, help="Base URL for OpenAI-compatible servers."),
         click.option("--session", "-s", "session", default=None, help="Continue (or start) the named session."),
         click.option("--yes", "-y", is_flag=True, help="Approve every call without asking."),
+        click.option("--plan", is_flag=True, help="Start in plan mode: only read-only tools run until you approve "
+                     "the agent's plan (then edits ask, or run if you choose to accept edits)."),
         click.option("--max-steps", type=int, default=None, help="Stop after this many steps."),
         click.option("--no-stream", "no_stream", is_flag=True,
                      help="Ask the provider for whole replies instead of a stream (also `stream: false`)."),
@@ -46,7 +48,7 @@ def run_command(**kwargs: Any) -> None:
         from .chat import chat_impl
 
         chat_impl(**{k: kwargs[k] for k in ("workspace", "provider", "model", "base_url", "session", "yes",
-                                            "max_steps", "no_stream")})
+                                            "max_steps", "no_stream", "plan")})
         return
     run_impl(**kwargs)
 
@@ -262,6 +264,10 @@ class BatchCommand(click.Command):
 @click.option("--yes", "-y", "allow_all", is_flag=True,
               help="Allow every call a person would be asked about (deny rules still apply).")
 @click.option("--max-steps", type=int, default=None, help="Step limit for tasks that do not set max_steps.")
+@click.option("--max-cost-usd", type=float, default=None,
+              help="Budget of the whole batch in US dollars: once spent, no more tasks run (resume with a higher one).")
+@click.option("--max-input-tokens", type=int, default=None, help="Input-token budget of the whole batch.")
+@click.option("--max-output-tokens", type=int, default=None, help="Output-token budget of the whole batch.")
 @click.option("--in-place", is_flag=True, help="Run each task in its workspace itself, not in a copy.")
 @click.option("--work-dir", default=None, type=click.Path(file_okay=False),
               help="Where task copies and the default session database go (default: OUT with .batch).")

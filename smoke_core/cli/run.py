@@ -53,6 +53,7 @@ def _run_agent(agent: Any, task: Any, *, as_json: bool, approve: str, label: str
                 ui = TerminalUI(agent, approve=approve, stderr=True, yes=yes)
                 agent.on("permission.required", lambda e: ui._spawn(ui._ask_permission(e.data)))
                 agent.on("ask_user.required", lambda e: ui._spawn(ui._ask_question(e.data)))
+                agent.on("plan.required", lambda e: ui._spawn(ui._ask_plan(e.data)))
         else:
             ui = TerminalUI(agent, approve=approve, label=label, yes=yes, stderr=output is not None)
             agent.on_any(ui.handle)
@@ -117,7 +118,7 @@ class AgentSetup:
         try:
             return create_agent(
                 self.ws, provider=provider, model=chosen_model, base_url=base_url, store=store,
-                session_id=session_id, max_steps=self.flags.get("max_steps"),
+                session_id=session_id, max_steps=self.flags.get("max_steps"), permission=self.flags.get("permission"),
                 auto_approve=self.flags.get("auto_approve"), trust_workspace=self.resolved.trusted,
                 model_settings=None if self.stream else {"stream": False},
             )
@@ -142,7 +143,7 @@ class SetupError(Exception):
 
 
 def prepare(workspace: str, provider: str | None, model: str | None, base_url: str | None,
-            max_steps: int | None, yes: bool, no_stream: bool, *, interactive: bool) -> AgentSetup:
+            max_steps: int | None, yes: bool, no_stream: bool, *, interactive: bool, plan: bool = False) -> AgentSetup:
     """Resolve settings, provider and model for ``smoke run`` / ``smoke chat``;
     a mistake is :class:`SetupError` worded for the command line."""
     from ..base.errors import ConfigError, NoProviderError
@@ -154,7 +155,8 @@ def prepare(workspace: str, provider: str | None, model: str | None, base_url: s
 
     ws = Path(workspace).resolve()
     flags: dict[str, Any] = {"provider": provider, "model": model, "base_url": base_url, "max_steps": max_steps,
-                             "auto_approve": True if yes else None, "stream": False if no_stream else None}
+                             "auto_approve": True if yes else None, "stream": False if no_stream else None,
+                             "permission": "plan" if plan else None}
     flags = {k: v for k, v in flags.items() if v is not None}
     try:
         pm = create_plugin_manager()
@@ -259,7 +261,7 @@ def wants_chat(task: str | None, as_json: bool, images: tuple[str, ...], output_
 
 def run_impl(task: str, workspace: str, provider: str | None, model: str | None, base_url: str | None,
              session: str | None, yes: bool, as_json: bool, max_steps: int | None, no_stream: bool = False,
-             images: tuple[str, ...] = (), output_schema: str | None = None) -> None:
+             images: tuple[str, ...] = (), output_schema: str | None = None, plan: bool = False) -> None:
     """Run TASK with a model in the workspace (no TASK at a terminal: ``smoke chat``)."""
     from ..run.agent import new_session_id
 
@@ -267,7 +269,7 @@ def run_impl(task: str, workspace: str, provider: str | None, model: str | None,
         _fail('TASK is empty: say what the agent should do, e.g. smoke run "fix the failing test"')
     try:
         setup = prepare(workspace, provider, model, base_url, max_steps, yes, no_stream,
-                        interactive=not as_json and is_interactive())
+                        interactive=not as_json and is_interactive(), plan=plan)
         parts: list[Any] = [task, *_load_images(images)]
         output = output_type_from_schema(output_schema) if output_schema else None
     except SetupError as exc:

@@ -92,6 +92,10 @@ class Agent:
         #: for an agent made by a chat's /clear; None: ``startup`` or ``resume``
         self.session_source: str | None = None
         self._session_started = False
+        #: the usage of this agent's last run (None before the first)
+        self.last_usage: Any = None
+        #: the mode ``/plan off`` goes back to (the one before plan mode)
+        self._mode_before_plan = "ask-default"
 
     # ------------------------------------------------------------ tools
 
@@ -173,7 +177,9 @@ class Agent:
         lease = None
         try:
             lease = await self._take_session_lease(handle)
-            return await handle.start()
+            result = await handle.start()
+            self.last_usage = result.usage  # what /cost and the web header set against the budget
+            return result
         finally:
             if lease is not None:
                 await lease.release()
@@ -210,6 +216,8 @@ class Agent:
             exposed_tools=self._exposed_tools,
             load_history=self._load_history,
             store_append=self._store_append,
+            settings=self.settings,
+            set_mode=self.set_permission_mode,
             compactor=self._compactor,
             retry=self.retry,
             guards=self.guards,
@@ -328,6 +336,32 @@ class Agent:
         self._pauses.answer(tool_call_id, decision)
         return None
 
+    # ------------------------------------------------------------ permission mode and plans
+
+    @property
+    def permission_mode(self) -> Any:
+        """The permission mode calls are decided with now (a mode name, or the programmer's callable)."""
+        return self._gate.mode
+
+    def set_permission_mode(self, mode: str) -> None:
+        """Switch the permission mode (``plan``, ``accept-edits``, ``ask-default``...) from the next
+        call on, during a run too; ``permission.mode_changed`` says so. A ``ValueError`` names the
+        modes for an unknown one; a mode managed settings set is final (``ValueError`` too)."""
+        from .plan import switch_mode
+
+        handle = self._current
+        switch_mode(self, mode, handle.emit if handle is not None else None)
+
+    def resolve_plan(self, tool_call_id: str, decision: str, *, mode: str | None = None,
+                     text: str | None = None) -> None:
+        """Answer a ``plan.required``: ``"approve"`` (the run goes on in ``mode``:
+        ``"ask-default"``, the default, or ``"accept-edits"``), ``"edit"`` (approve
+        ``text``, the plan as the person changed it) or ``"reject"`` (``text``: the
+        person's words, for the model). A ``ValueError`` says what does not fit."""
+        from .plan import encode_answer
+
+        self._pauses.answer(tool_call_id, encode_answer(decision, mode, text))
+
     @property
     def context_window(self) -> int:
         """The prompt size (tokens) compaction keeps the conversation under."""
@@ -396,6 +430,13 @@ class Agent:
             self._session_started = False
             await hooks.observe("session_end", {"agent": self, "reason": reason}, failed)
         await hooks.observe("close_agent", {"agent": self}, failed)
+        for _label, provider in self.options.fallbacks:  # made by create_agent: theirs to close is ours
+            close = getattr(provider, "aclose", None)
+            if close is not None:
+                try:
+                    await close()
+                except Exception as exc:
+                    log.warning("smoke: closing the fallback model %s failed: %s (ignored)", _label, exc)
 
     async def __aenter__(self) -> Agent:
         return self

@@ -13,7 +13,7 @@ from ..base.prompts import DEFAULT_SYSTEM_PROMPT
 from ..hooks.manager import collect_providers, create_plugin_manager
 from ..hooks.runner import AsyncRegistration, HookRunner
 from ..policy.gate import PermissionGate
-from ..policy.options import AgentOptions, Guards
+from ..policy.options import AgentOptions, Budget, Guards
 from ..policy.sandbox.settings import SandboxSettings
 from ..policy.secrets import declare_secret_names
 from ..store.protocol import MemoryStore, Store
@@ -34,6 +34,7 @@ _CREATE_AGENT_ARGS = (
     "permissions", "system_prompt", "instructions", "session_id", "store", "user_id", "max_steps", "retry",
     "guards", "context_window", "model_settings", "max_tool_output_chars", "autoload_plugins",
     "provider_options", "sandbox", "trust_workspace", "setting_sources", "plugin_options",
+    "fallback_models", "max_cost_usd", "max_input_tokens", "max_output_tokens",
 )
 _settings_log_seen: set[str] = set()
 
@@ -88,6 +89,10 @@ def create_agent(
     trust_workspace: bool | None = True,
     setting_sources: Iterable[str] | None = None,
     plugin_options: dict[str, dict[str, Any]] | None = None,
+    fallback_models: list[str] | None = None,
+    max_cost_usd: float | None = None,
+    max_input_tokens: int | None = None,
+    max_output_tokens: int | None = None,
     **plugin_settings: Any,
 ) -> Agent:
     """Create an :class:`Agent`.
@@ -153,6 +158,8 @@ def create_agent(
         "plugin_options": plugin_options,
         "sandbox": sandbox.model_dump(exclude_unset=True) if isinstance(sandbox, SandboxSettings) else sandbox,
         "hooks": command_hooks or None,
+        "fallback_models": fallback_models, "max_cost_usd": max_cost_usd, "max_input_tokens": max_input_tokens,
+        "max_output_tokens": max_output_tokens,
         **plugin_settings,
     }
     code = {k: v for k, v in code.items() if v is not None}
@@ -207,6 +214,8 @@ def create_agent(
     )
 
     provider_obj = _resolve_provider(chosen, chosen_model, api_key, chosen_url, user_id, providers, provider_options)
+    options.budget = Budget(values["max_cost_usd"], values["max_input_tokens"], values["max_output_tokens"])
+    options.fallbacks = _fallbacks(values["fallback_models"], provider_obj, user_id, providers)
 
     # tools
     registry = ToolRegistry()
@@ -267,6 +276,11 @@ def create_agent(
             resolved.warnings.append(message)
             warn_once(message)
 
+    gate = PermissionGate(
+        options.permission, auto_approve=options.auto_approve, rules=resolved.rules,
+        workspace=workspace.root, tools=registry.get,
+    )
+    options.match_rule = gate.rule_for_value
     agent = Agent(
         options=options,
         pm=pm,
@@ -286,6 +300,37 @@ def create_agent(
         settings=resolved,
     )
     return agent
+
+
+def _fallbacks(models: list[str], primary: Provider, user_id: str | None,
+               providers: ProviderRegistry) -> tuple[tuple[str, Provider], ...]:
+    """``fallback_models`` as providers, made now, so that a chain naming a provider that is not
+    installed (or a model the primary's provider cannot switch to) is an error here, not mid-run."""
+    out: list[tuple[str, Provider]] = []
+    primary_name = getattr(primary, "name", None)
+    for entry in models or []:
+        text = entry.strip()
+        name, _, model = text.partition(":") if ":" in text else ("", "", text)
+        if name and name not in providers:
+            installed = ", ".join(providers.names()) or "none"
+            raise ValueError(
+                f"fallback_models: {text!r} names the provider {name!r}, which is not installed "
+                f"(installed: {installed}); install it or remove the entry"
+            )
+        if not model:
+            raise ValueError(f"fallback_models: {text!r} names no model; write provider:model or a model name")
+        if not name or name == primary_name:
+            with_model = getattr(primary, "with_model", None)
+            if with_model is None:
+                raise ValueError(
+                    f"fallback_models: {text!r} is a model of the same provider, which cannot switch models; "
+                    f"write provider:model"
+                )
+            out.append((f"{primary_name}:{model}" if primary_name else model, with_model(model)))
+            continue
+        # another provider: its own key (the api_key= given is the primary's)
+        out.append((f"{name}:{model}", _resolve_provider(name, model, None, None, user_id, providers, None)))
+    return tuple(out)
 
 
 def _store_from_settings(url: str | None) -> Store:

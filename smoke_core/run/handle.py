@@ -83,6 +83,8 @@ class RunHandle(StepLoop, SubagentRunner):
         self.parent = parent
         self.parent_tool_call_id = parent_tool_call_id
         self.depth: int = 0 if parent is None else parent.depth + 1
+        #: a subagent's definition name (``ctx.run_subagent(name=...)``: the ``task`` tool's agent type); None otherwise
+        self.agent_name: str | None = None
         self._listening: Callable[[str], bool]
         if parent is None:
             self.emit = deps.bus.emitter(self.run_id, self.session_id)
@@ -313,6 +315,7 @@ class RunHandle(StepLoop, SubagentRunner):
             run_id=self.run_id,
             session_id=self.session_id,
             steps=st.step,
+            usage_by_model=dict(st.scratch.get("usage_by_model") or {}),
         )
 
     async def _session_and_prompt_hooks(self) -> None:
@@ -353,6 +356,11 @@ class RunHandle(StepLoop, SubagentRunner):
         exposed = self._deps.exposed_tools()
         for tool in st.run_tools:
             exposed.setdefault(tool.name, tool)
+        if self.parent is None and self._deps.gate.mode == "plan":  # plan mode: the way out, and how to take it
+            from .plan import PLAN_INSTRUCTIONS, PLAN_TOOL, plan_tool
+
+            exposed.setdefault(PLAN_TOOL, plan_tool(self))
+            self.add_instructions(PLAN_INSTRUCTIONS)
         if st.output is not None:
             if FINAL_RESULT in exposed:
                 raise RunFailed(AgentErrorInfo.from_code(

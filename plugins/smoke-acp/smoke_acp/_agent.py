@@ -47,7 +47,7 @@ from acp.schema import (
     TextContentBlock,
 )
 
-from ._session import CONTEXT_WINDOW, MODE_OF_SETTING, ACPSession, invalid_params
+from ._session import CONTEXT_WINDOW, CORE_MODE, MODE_OF_SETTING, ACPSession, invalid_params
 
 log = logging.getLogger("smoke.acp")
 
@@ -198,7 +198,7 @@ class SmokeACPAgent:
                 session.warnings.append(f"the editor passed MCP servers ({', '.join(servers)}) but smoke-mcp is "
                                         f"not installed: pip install smoke-mcp")
         if not managed:
-            extra["permission"] = session.decide
+            extra["permission"] = CORE_MODE[mode]
         try:
             session.agent = create_agent(
                 folder, provider=settings.provider, model=settings.model, base_url=settings.base_url,

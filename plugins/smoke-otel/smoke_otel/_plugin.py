@@ -32,9 +32,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("smoke")
 
-#: events the plugin listens to (run.warning: retries and warnings; step.ended:
-#: the finish reason; permission.*: approvals on the tool span)
-EVENTS = ("run.warning", "step.ended", "permission.required", "permission.resolved", "hook.completed")
+#: events the plugin listens to (run.warning: retries and warnings; permission.*:
+#: approvals on the tool span; hook.completed: command hooks). None comes once per step.
+EVENTS = ("run.warning", "permission.required", "permission.resolved", "hook.completed")
+#: model calls whose token counts are summed before they are added to the usage counters
+#: (the counters' totals are exact; they reach the meter at most this many calls late, and at the run's end)
+USAGE_FLUSH_CALLS = 32
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
 
 _configured = False
 _configure_lock = threading.Lock()
@@ -63,12 +67,18 @@ def owned_providers() -> list[Any]:
     return list(_setup.owned) if _setup is not None else []
 
 
+_task_of: Any = None
+
+
 def _current_task() -> Any:
-    asyncio = sys.modules.get("asyncio")  # not imported at plugin load: `smoke --help` stays light
-    if asyncio is None:
-        return None  # no event loop has ever run, so no task
+    global _task_of
+    if _task_of is None:
+        asyncio = sys.modules.get("asyncio")  # not imported at plugin load: `smoke --help` stays light
+        if asyncio is None:
+            return None  # no event loop has ever run, so no task
+        _task_of = asyncio.current_task
     try:
-        return asyncio.current_task()
+        return _task_of()
     except RuntimeError:
         return None
 
@@ -112,7 +122,8 @@ class _Run(_Open):
 
     __slots__ = (
         "agent_attrs", "agent_name", "capture", "chat", "chat_attrs", "ctx", "depth", "duration_attrs",
-        "model", "provider_attrs", "redactor", "tokens_in", "tokens_out", "tool_attrs", "tools", "unsubscribe",
+        "inference_calls", "model", "provider_attrs", "redactor", "tokens_in", "tokens_out", "tool_attrs",
+        "tool_calls", "tool_definitions", "tools", "unsubscribe", "usage_attrs", "usage_calls", "usage_sum",
     )
 
     def __init__(self, span: Any, start_ns: int) -> None:
@@ -133,6 +144,13 @@ class _Run(_Open):
         self.tokens_in: dict[str, Any] = {}
         self.tokens_out: dict[str, Any] = {}
         self.duration_attrs: dict[str, Any] = {}
+        self.inference_calls = 0
+        self.tool_calls = 0
+        #: token counts summed per model until they are added to the counters (latest names)
+        self.usage_sum: dict[str, list[int]] = {}
+        self.usage_attrs: dict[str, dict[str, Any]] = {}
+        self.usage_calls = 0
+        self.tool_definitions: str | None = None
 
 
 def _server_attrs(provider: Any) -> dict[str, Any]:
@@ -186,6 +204,9 @@ class OtelPlugin:
         ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
     :param agent_name: ``gen_ai.agent.name`` of top-level runs (default: the
         ``otel_agent_name`` setting, else ``"smoke"``).
+    :param semconv: ``"latest"`` (semantic-conventions-genai v0.1.0) or
+        ``"legacy"`` (semantic-conventions v1.41.0) names; None =
+        ``OTEL_SEMCONV_STABILITY_OPT_IN`` (``gen_ai_legacy`` for the old names).
     """
 
     def __init__(
@@ -195,7 +216,12 @@ class OtelPlugin:
         meter_provider: Any = None,
         capture_content: bool | None = None,
         agent_name: str | None = None,
+        semconv: str | None = None,
     ) -> None:
+        if semconv not in (None, "latest", "legacy"):
+            raise ValueError(f"semconv must be 'latest', 'legacy' or None (OTEL_SEMCONV_STABILITY_OPT_IN), "
+                             f"got {semconv!r}")
+        self._semconv = semconv
         self._tracer_provider = tracer_provider
         self._meter_provider = meter_provider
         self._capture = capture_content
@@ -217,7 +243,8 @@ class OtelPlugin:
         if tel is None:
             from ._telemetry import Telemetry
 
-            tel = self._telemetry = Telemetry(self._tracer_provider, self._meter_provider)
+            names = {"latest": c.LATEST, "legacy": c.LEGACY}.get(self._semconv or "") or c.names_from_env()
+            tel = self._telemetry = Telemetry(self._tracer_provider, self._meter_provider, names)
         return tel
 
     def _capture_for(self, run: RunHandle) -> bool:
@@ -255,7 +282,8 @@ class OtelPlugin:
         else:
             capture, redactor = parent.capture, parent.redactor
             tool = parent.tools.get(run.parent_tool_call_id or "")
-            agent_name = f"{parent.agent_name}/{tool.name if tool else 'subagent'}"
+            # named by its definition (the task tool's agent type) when it has one
+            agent_name = getattr(run, "agent_name", None) or f"{parent.agent_name}/{tool.name if tool else 'subagent'}"
             parent_ctx = tel.set_span_in_context(tool.span if tool else parent.span)
 
         provider_attrs: dict[str, Any] = {c.PROVIDER_NAME: c.PROVIDER_NAMES.get(provider_name, provider_name),
@@ -295,6 +323,8 @@ class OtelPlugin:
         rt.duration_attrs = {c.OPERATION_NAME: c.OP_CHAT, **base}
         rt.tokens_in = {**rt.duration_attrs, c.TOKEN_TYPE: "input"}
         rt.tokens_out = {**rt.duration_attrs, c.TOKEN_TYPE: "output"}
+        # Smoke's providers report usage without a breakdown by modality: the conventions' `unknown`
+        rt.usage_attrs.setdefault(model, {**rt.duration_attrs, c.TOKEN_MODALITY: "unknown"})
         rt.agent_attrs[c.REQUEST_MODEL] = model
 
     @hookimpl
@@ -338,21 +368,39 @@ class OtelPlugin:
             duration_attrs = {**duration_attrs, c.ERROR_TYPE: error_type}
             tel.failures.add(1, {c.ERROR_TYPE: error_type, c.OPERATION_NAME: c.OP_INVOKE_AGENT})
         tel.agent_duration.record((now - rt.start_ns) / 1e9, duration_attrs)
+        if tel.names.latest:
+            self._flush_usage(rt)
+            tel.inference_calls.record(rt.inference_calls, rt.agent_attrs)
+            tel.tool_calls.record(rt.tool_calls, rt.agent_attrs)
+
+    def _flush_usage(self, rt: _Run) -> None:
+        """Add the summed token counts to the usage counters (one add per counter and model)."""
+        tel = self._telemetry
+        assert tel is not None
+        counters = tel.usage_counters
+        for model, sums in rt.usage_sum.items():
+            attrs = rt.usage_attrs[model]
+            for key, value in zip(_USAGE_KEYS, sums, strict=True):
+                if value or key in ("input_tokens", "output_tokens"):
+                    counters[key].add(value, attrs)
+        rt.usage_sum.clear()
+        rt.usage_calls = 0
 
     # ------------------------------------------------------------ model calls
 
     @hookimpl(trylast=True)  # last in the chain: sees the request as sent, and no one blocks after it
-    def before_model_call(self, messages: list[dict[str, Any]], system: str | None, model: str, run: RunHandle) -> None:
+    def before_model_call(self, messages: list[dict[str, Any]], system: str | None, model: str, run: RunHandle,
+                          tools: list[dict[str, Any]] | None) -> None:
         rt = self._runs.get(run.run_id)
         if rt is None:
             return
         try:
-            self._start_chat(rt, messages, system, model, run)
+            self._start_chat(rt, messages, system, model, run, tools)
         except Exception:  # before-hooks fail closed: telemetry must never stop a run
             log.exception("smoke-otel: could not start the chat span (ignored)")
 
     def _start_chat(self, rt: _Run, messages: list[dict[str, Any]], system: str | None, model: str,
-                    run: RunHandle) -> None:
+                    run: RunHandle, tools: list[dict[str, Any]] | None = None) -> None:
         if rt.chat is not None:
             self._finish_chat(rt, rt.chat, None)
         if model != rt.model:  # a subagent on another model
@@ -365,6 +413,12 @@ class OtelPlugin:
             attrs = {**attrs, c.INPUT_MESSAGES: dump(input_messages(messages), rt.redactor)}
             if system:
                 attrs[c.SYSTEM_INSTRUCTIONS] = dump(system_instructions(system), rt.redactor)
+            if tools and self._telemetry is not None and self._telemetry.names.latest:
+                if rt.tool_definitions is None:  # a run's tools are fixed when it starts: once per run
+                    from ._content import tool_definitions
+
+                    rt.tool_definitions = dump(tool_definitions(tools), rt.redactor)
+                attrs[c.TOOL_DEFINITIONS] = rt.tool_definitions
         start = time.time_ns()
         tel = self._telemetry
         assert tel is not None
@@ -374,7 +428,8 @@ class OtelPlugin:
 
     @hookimpl
     def after_model_call(self, response: dict[str, Any] | None, usage: dict[str, Any], duration_ms: float,
-                         error: AgentErrorInfo | None, run: RunHandle) -> None:
+                         error: AgentErrorInfo | None, run: RunHandle, finish_reason: str | None,
+                         response_model: str | None, response_id: str | None) -> None:
         rt = self._runs.get(run.run_id)
         if rt is None:
             return
@@ -396,11 +451,11 @@ class OtelPlugin:
         chat.usage = usage
         chat.response = response
         self._detach(chat)
-        if rt.depth:  # a subagent's step.ended stays inside it: no finish reason to wait for
-            self._finish_chat(rt, chat, None)
+        self._finish_chat(rt, chat, finish_reason, response_model=response_model, response_id=response_id)
 
     def _finish_chat(self, rt: _Run, chat: _Chat, finish_reason: str | None, *, cancelled: bool = False,
-                     run_error: AgentErrorInfo | None = None) -> None:
+                     run_error: AgentErrorInfo | None = None, response_model: str | None = None,
+                     response_id: str | None = None) -> None:
         tel = self._telemetry
         assert tel is not None
         ERROR = tel.ERROR
@@ -420,19 +475,24 @@ class OtelPlugin:
             error_type = chat.error.code
             span.set_status(ERROR, rt.redactor.redact(chat.error.message))
         usage = chat.usage
+        names = tel.names
         if usage:
             attrs[c.USAGE_INPUT_TOKENS] = usage.get("input_tokens") or 0
             attrs[c.USAGE_OUTPUT_TOKENS] = usage.get("output_tokens") or 0
             if usage.get("cache_read_tokens"):
                 attrs[c.USAGE_CACHE_READ] = usage["cache_read_tokens"]
             if usage.get("cache_write_tokens"):
-                attrs[c.USAGE_CACHE_CREATION] = usage["cache_write_tokens"]
+                attrs[names.cache_write_attr] = usage["cache_write_tokens"]
             if usage.get("reasoning_tokens"):
                 attrs[c.USAGE_REASONING] = usage["reasoning_tokens"]
             if usage.get("cost_usd") is not None:
                 attrs[c.COST_USD] = float(usage["cost_usd"])
         if finish_reason:
             attrs[c.RESPONSE_FINISH_REASONS] = (finish_reason,)
+        if response_model:
+            attrs[c.RESPONSE_MODEL] = response_model
+        if response_id:
+            attrs[c.RESPONSE_ID] = response_id
         if chat.attempts > 1:
             attrs[c.MODEL_ATTEMPTS] = chat.attempts
         if error_type is not None:
@@ -446,12 +506,26 @@ class OtelPlugin:
         span.end(end_time=end)
         self._detach(chat)
         seconds = (end - chat.start_ns) / 1e9
-        if error_type is None:
-            tel.operation_duration.record(seconds, rt.duration_attrs)
-        else:
-            tel.operation_duration.record(seconds, {**rt.duration_attrs, c.ERROR_TYPE: error_type})
+        rt.inference_calls += 1
+        metric_attrs = rt.duration_attrs
+        if error_type is not None:
+            metric_attrs = {**metric_attrs, c.ERROR_TYPE: error_type}
             tel.failures.add(1, {c.ERROR_TYPE: error_type, c.OPERATION_NAME: c.OP_CHAT})
-        if usage and (usage.get("input_tokens") or usage.get("output_tokens")):
+        tel.operation_duration.record(seconds, metric_attrs)
+        if names.latest:
+            # every inference operation, failed ones with 0 (the conventions' rule for these two histograms)
+            tel.operation_input_tokens.record((usage or {}).get("input_tokens") or 0, metric_attrs)
+            tel.operation_output_tokens.record((usage or {}).get("output_tokens") or 0, metric_attrs)
+            if usage:
+                sums = rt.usage_sum.get(rt.model)
+                if sums is None:
+                    sums = rt.usage_sum[rt.model] = [0, 0, 0, 0, 0]
+                for i, key in enumerate(_USAGE_KEYS):
+                    sums[i] += usage.get(key) or 0
+                rt.usage_calls += 1
+                if rt.usage_calls >= USAGE_FLUSH_CALLS:
+                    self._flush_usage(rt)
+        elif usage and (usage.get("input_tokens") or usage.get("output_tokens")):
             tel.token_usage.record(usage.get("input_tokens") or 0, rt.tokens_in)
             tel.token_usage.record(usage.get("output_tokens") or 0, rt.tokens_out)
 
@@ -507,6 +581,7 @@ class OtelPlugin:
             return
         tel = self._telemetry
         assert tel is not None
+        rt.tool_calls += 1
         tool = rt.tools.pop(tool_call_id, None)
         if tool is None:  # refused before before_tool_call: invalid input, unknown tool, an earlier hook's block
             start = time.time_ns() - int(duration_ms * 1e6)
@@ -550,11 +625,7 @@ class OtelPlugin:
             return
         kind = event.type
         data = event.data
-        if kind == "step.ended":
-            chat = rt.chat
-            if chat is not None and not chat.in_flight and chat.error is None:
-                self._finish_chat(rt, chat, data.get("finish_reason"))
-        elif kind == "run.warning":
+        if kind == "run.warning":
             self._on_warning(rt, data)
         elif kind == "hook.completed":
             self._on_hook(rt, event)
