@@ -508,7 +508,6 @@ class OtelPlugin:
             error_type = chat.error.code
             span.set_status(tel.ERROR, rt.redactor.redact(chat.error.message))
         usage = chat.usage
-        names = tel.names
         input_tokens = output_tokens = 0
         attrs: dict[str, Any]
         if usage:
@@ -523,7 +522,7 @@ class OtelPlugin:
             if cache_read:
                 attrs[c.USAGE_CACHE_READ] = cache_read
             if cache_write:
-                attrs[names.cache_write_attr] = cache_write
+                attrs[tel.names.cache_write_attr] = cache_write
             if reasoning:
                 attrs[c.USAGE_REASONING] = reasoning
             if cost is not None:
@@ -560,7 +559,7 @@ class OtelPlugin:
             metric_attrs = {**metric_attrs, c.ERROR_TYPE: error_type}
             tel.failures.add(1, {c.ERROR_TYPE: error_type, c.OPERATION_NAME: c.OP_CHAT})
         tel.operation_duration.record(seconds, metric_attrs)
-        if names.latest:
+        if tel.latest:
             # every inference operation, failed ones with 0 (the conventions' rule for these two histograms)
             tel.operation_input_tokens.record(input_tokens, metric_attrs)
             tel.operation_output_tokens.record(output_tokens, metric_attrs)
