@@ -82,7 +82,7 @@ def sdk_providers(batch: bool = False, exemplars: bool = True) -> tuple[Any, Any
 # ---------------------------------------------------------------- Smoke
 
 
-def smoke_run(ws: str, variant: str, tool: Any) -> tuple[float, int]:
+def smoke_run(ws: str, variant: str, tool: Any, tracer: Any = None) -> tuple[float, int]:
     from bench_loop import smoke_turns
 
     from smoke_core import create_agent
@@ -110,8 +110,13 @@ def smoke_run(ws: str, variant: str, tool: Any) -> tuple[float, int]:
     agent = create_agent(ws, provider=ScriptedProvider(smoke_turns(STEPS), copy_requests=False),
                          autoload_plugins=False, plugins=plugins, tools=[tool], max_steps=STEPS + 1)
     gc.collect()
+    if tracer is not None:  # opcode_counts: the run alone
+        sys.settrace(tracer)
     t0 = time.perf_counter()
-    result = asyncio.run(agent.run("go"))
+    try:
+        result = asyncio.run(agent.run("go"))
+    finally:
+        sys.settrace(None)
     dt = time.perf_counter() - t0
     assert result.status == "completed" and result.steps == STEPS, (result.status, result.steps, result.error)
     if tp is not None:
@@ -174,6 +179,42 @@ def sdk_floor(in_context: bool = False) -> Any:
         return dt
 
     return one
+
+
+def opcode_counts() -> dict[str, int]:
+    """Python bytecode instructions executed per step (``sys.settrace`` with
+    opcode events): a deterministic split of the cost that a busy machine
+    does not blur (C work, such as dict copies, is not counted)."""
+    from bench_loop import _smoke_tool
+
+    count = [0]
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            count[0] += 1
+        return tracer
+
+    tool = _smoke_tool()
+    out: dict[str, int] = {}
+    with tempfile.TemporaryDirectory() as ws:
+        for variant in ("smoke", "smoke-otel-unconfigured", "smoke-otel-noop-providers", "smoke-otel",
+                        "smoke-otel-no-exemplars"):
+            smoke_run(ws, variant, tool)
+            count[0] = 0
+            smoke_run(ws, variant, tool, tracer)
+            out[variant] = round(count[0] / STEPS)
+    for name, in_context in (("sdk-floor", False), ("sdk-floor-in-context", True)):
+        one = sdk_floor(in_context)
+        one()
+        count[0] = 0
+        sys.settrace(tracer)
+        try:
+            one()
+        finally:
+            sys.settrace(None)
+        out[name] = round(count[0] / STEPS)
+    return out
 
 
 def profile_otel(top: int = 12) -> list[dict[str, Any]]:
@@ -242,6 +283,7 @@ def bench_smoke(reps: int) -> dict[str, Any]:
         "plugin_own_us": round(us["smoke-otel-noop-providers"] - us["smoke"], 1),
         "sdk_in_run_us": round(us["smoke-otel"] - us["smoke-otel-noop-providers"], 1),
         "profile": profile_otel(),
+        "opcodes_per_step": opcode_counts(),
         "versions": {d: installed_version(d) for d in ("smoke-otel", "opentelemetry-sdk")},
     }
 
