@@ -34,6 +34,7 @@ class Telemetry:
         tp = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         mp = meter_provider if meter_provider is not None else metrics.get_meter_provider()
         self.names = names
+        self.latest = names.latest
         self.tracer = tp.get_tracer("smoke_otel", __version__, schema_url=names.schema_url)
         meter = mp.get_meter("smoke_otel", __version__, schema_url=names.schema_url)
         tokens, durations = list(c.TOKEN_BUCKETS), list(c.DURATION_BUCKETS)
