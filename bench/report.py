@@ -418,7 +418,10 @@ def sec_otel(ot: dict[str, Any]) -> str:
         ["smoke + smoke-otel, nothing configured", _v(u["smoke-otel-unconfigured"]),
          f"{round(u['smoke-otel-unconfigured'] / u['smoke'], 2)}×", "installed, nothing exported: runs are not followed"],
         ["SDK floor (no Smoke)", _v(u["sdk-floor"]), "", "the same spans and records made directly with the SDK"],
+        ["SDK floor in context (no Smoke)", _v(u.get("sdk-floor-in-context")), "",
+         "the floor with the run's span current for the loop and each span current while it runs"],
     ]
+    ops = s.get("opcodes_per_step") or {}
     for name in ("pydantic-ai", "pydantic-ai-instrumented"):
         f = p.get(name) or {}
         rows.append([name, _v(f.get("us_per_step")) if f else _err(p) or "—", "",
@@ -446,6 +449,19 @@ def sec_otel(ot: dict[str, Any]) -> str:
         f"Against a real model call the added time is small: {s['added_us'] / 1000:.2f} ms per step is "
         f"{s['added_us'] / 3000:.2f}% of a 300 ms call.",
     ]
+    if ops:
+        base = ops["smoke"]
+        out += ["\nPython bytecode instructions per step (counted with `sys.settrace` opcode "
+                "events; the same on a loaded or a quiet machine):\n",
+                _table(["variant", "instructions per step", "÷ plain"],
+                       [[name, f"{n:,}", f"{n / base:.2f}×"] for name, n in ops.items()]),
+                f"\nThe plain loop, the core's dispatch of the plugin's per-step hooks "
+                f"({ops.get('smoke-otel-unconfigured', base) - base:,}) and the SDK's floor in context "
+                f"({ops.get('sdk-floor-in-context', 0):,}) already make "
+                f"{(ops.get('smoke-otel-unconfigured', base) + ops.get('sdk-floor-in-context', 0)) / base:.2f}× "
+                f"the plain loop; smoke-otel's own work above them is "
+                f"{ops['smoke-otel'] - ops.get('smoke-otel-unconfigured', base) - ops.get('sdk-floor-in-context', 0):,} "
+                "instructions per step."]
     if prof:
         out += ["\nWhere one smoke-otel run's time goes (cProfile own time by area, profiler overhead included):\n",
                 _table(["area", "own ms", "share"], [[r["area"], r["own_ms"], f"{r['share'] * 100:.0f}%"]
