@@ -396,17 +396,33 @@ async def read_terminal_line(prompt: str) -> str:
 
 
 def chat_impl(workspace: str, provider: str | None, model: str | None, base_url: str | None, session: str | None,
-              yes: bool, max_steps: int | None, no_stream: bool) -> None:
+              yes: bool, max_steps: int | None, no_stream: bool, continue_: bool = False, resume: str | None = None,
+              fork: str | None = None) -> None:
     """``smoke chat``."""
     from ..run.agent import new_session_id
+    from .run import fork_into
+    from .session_pick import PickerCancelled, SessionChoiceError, choose, remember_last
 
     try:
         setup = prepare(workspace, provider, model, base_url, max_steps, yes, no_stream, interactive=is_interactive())
     except SetupError as exc:
         click.echo(f"smoke: {exc}", err=True)
         sys.exit(EXIT_USAGE)
-    store = open_session_store(setup.ws, new_session=session is None)
-    session_id = session or new_session_id()
+    store = open_session_store(setup.ws, new_session=session is None and not continue_ and resume is None)
+    try:
+        chosen = choose(setup.ws, store, session=session, continue_=continue_, resume=resume, fork=fork,
+                        interactive=is_interactive())
+        session_id = chosen.session_id or new_session_id()
+        if chosen.fork_from is not None:
+            fork_into(store, chosen.fork_from, session_id)
+    except (SessionChoiceError, SetupError) as exc:
+        store.close()
+        click.echo(f"smoke: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    except PickerCancelled:
+        store.close()
+        click.echo("smoke: no session chosen; nothing ran", err=True)
+        sys.exit(130)
     chat = TerminalChat(setup, store, session_id, yes=yes)
     try:
         try:
@@ -424,6 +440,7 @@ def chat_impl(workspace: str, provider: str | None, model: str | None, base_url:
         store.close()
     last = chat.session_id
     if last in kept or last not in chat._created:
-        click.echo(f"session: {last} (continue with smoke chat --session {last})", err=True)
+        remember_last(setup.ws, last)
+        click.echo(f"session: {last} (continue with smoke chat --continue, or --session {last})", err=True)
     else:
         click.echo("session: none kept (the model never answered in it)", err=True)

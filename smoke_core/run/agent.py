@@ -142,7 +142,8 @@ class Agent:
     # ------------------------------------------------------------ runs
 
     async def run(
-        self, task: str | Sequence[TaskPart], *, output_type: Any = None, output_retries: int = 2
+        self, task: str | Sequence[TaskPart], *, output_type: Any = None, output_retries: int = 2,
+        session: str | None = None, fork: bool = False,
     ) -> RunResult:
         """Run ``task`` to the end and return the :class:`RunResult`.
 
@@ -155,7 +156,15 @@ class Agent:
         ``final_result`` tool with arguments that validate, and
         ``RunResult.output`` holds the validated value; after
         ``output_retries`` invalid attempts the run fails with ``output_invalid``.
+
+        ``session`` continues that session (this and later runs use it);
+        ``fork=True`` starts a new session from a copy of ``session``'s
+        history (default: the agent's current session), which is left as it
+        was — :attr:`session_id` is then the new one. A session that does not
+        exist raises ``LookupError``; one held by another run ``ValueError``.
         """
+        if session is not None or fork:
+            await self._switch_session(session, fork)
         if starved():  # many runs starting at once: take turns with timers and I/O (run.fair)
             await take_turn()
         if self._current is not None:
@@ -182,6 +191,24 @@ class Agent:
                 self._current = None
             self._pauses.forget_early()
             self._gate.allowed_for_run.clear()
+
+    async def _switch_session(self, session: str | None, fork: bool) -> None:
+        if self._current is not None:
+            raise RuntimeError("this agent is already running; switch sessions between runs")
+        source = session if session is not None else self.session_id
+        if not fork:
+            self.session_id = self.options.session_id = source
+            return
+        from ..store.fork import fork_session
+
+        if source is None:
+            raise ValueError("fork=True needs a session to copy: pass session=ID (the agent has none)")
+        target = new_session_id()
+        try:
+            await fork_session(self.store, source, target)
+        except SessionBusy as busy:
+            raise ValueError(f"cannot fork: {busy.info.message}") from None
+        self.session_id = self.options.session_id = target
 
     async def _take_session_lease(self, handle: RunHandle) -> SessionLease | None:
         """One run per session at a time, across processes (store.lease). A
