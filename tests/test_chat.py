@@ -222,7 +222,7 @@ def test_pty_chat_two_turns_an_approval_cost_history_and_exit(tmp_path):
     assert "unknown command /nosuch" in term.read_until(PROMPT)
     term.send("/exit\n")
     assert term.finish() == 0
-    assert f"continue with smoke chat --session {session}" in term.buffer
+    assert f"continue with smoke chat --continue, or --session {session}" in term.buffer
 
     shown = smoke("sessions", "show", session, cwd=ws, env=env).stdout
     assert "[user] make a file" in shown and "[user] what did I say?" in shown

@@ -280,7 +280,10 @@ def run_impl(task: str | None, workspace: str, provider: str | None, model: str 
         task = task_with_stdin(task, piped=stdin_is_piped())
     except StdinError as exc:
         _fail(str(exc))
-    if task is None or not task.strip():
+    if task is None:
+        _fail('TASK is missing (stdin was empty): say what the agent should do, e.g. smoke run "fix the failing '
+              'test", or pipe it in; `smoke chat` at a terminal')
+    if not task.strip():
         _fail('TASK is empty: say what the agent should do, e.g. smoke run "fix the failing test"')
     # answer only: --print, or stdout is not a terminal (a pipe, a file) unless --transcript or --json
     answer_only = not as_json and (print_answer or (not transcript and not sys.stdout.isatty()))

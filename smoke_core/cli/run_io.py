@@ -77,7 +77,7 @@ def task_with_stdin(task: str | None, *, piped: bool) -> str | None:
         return task
     text = read_stdin()
     if task is None:
-        return text
+        return text if text.strip() else None
     if not text.strip():
         return task
     return f"{task}\n\n<stdin>\n{text.rstrip()}\n</stdin>"
