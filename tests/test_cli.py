@@ -113,7 +113,7 @@ def test_without_terminal_or_yes_approvals_are_denied_not_hung(tmp_path):
     proc = smoke("run", "--provider", "demo", "fix median", cwd=project,
                  env=clean_env(tmp_path, SMOKE_LOAD_PLUGINS=TOOL_PLUGINS), input="", timeout=120)
     assert "no terminal is attached: denied" in proc.stderr
-    assert "--yes" in proc.stdout
+    assert "--yes" in proc.stderr
     assert "list(values)" in (project / "stats" / "core.py").read_text()  # nothing changed
 
 
