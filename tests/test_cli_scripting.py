@@ -194,7 +194,7 @@ def test_resume_picker_is_driven_by_keys(tmp_path):
     assert screen.index("the newer task") < screen.index("the older task")  # the most recent first
     assert "answered" in screen
     term.send("\x1b[B")   # down: the older session
-    term.read_until("› ")
+    term.read_until("\x1b[7m>  2.")
     term.send("\r")
     term.read_until("resuming older")
     assert term.finish() == 0

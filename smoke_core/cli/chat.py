@@ -35,7 +35,8 @@ import click
 from ..run.slash import SlashCommand, collect_slash_commands
 from .describe import cli_words, esc
 from .render import TerminalUI, is_interactive
-from .run import EXIT_USAGE, AgentSetup, SetupError, check_key, open_session_store, prepare
+from .run import AgentSetup, SetupError, check_key, open_session_store, prepare
+from .run_io import EXIT_USAGE
 
 PROMPT = "\N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK} "
 #: what /compact asks the model (the conversation so far is the context)
@@ -121,6 +122,11 @@ class TerminalChat:
         self._session_id = session_id
         self._created.add(session_id)
         return session_id
+
+    def switch_session(self, session_id: str) -> None:
+        """The agent went on in ``session_id`` (``/rewind``, ``/undo``): the chat follows it."""
+        self._session_id = session_id
+        self._created.add(session_id)
 
     def set_model(self, spec: str) -> None:
         try:

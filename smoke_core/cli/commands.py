@@ -135,6 +135,26 @@ def sessions_doctor(workspace: Path, source: str | None, workspace_option: str |
     doctor_impl(Path(workspace_option).resolve() if workspace_option else workspace, source)
 
 
+@click.command("rewind")
+@click.argument("checkpoint", required=False, type=int)
+@click.option("--workspace", "-w", default=".", type=click.Path(exists=True, file_okay=False), help="Workspace folder.")
+@click.option("--session", "-s", default=None, help="The session whose checkpoints to use (default: the last one here).")
+@click.option("--diff", is_flag=True, help="Show what changed from CHECKPOINT to now; change nothing.")
+@click.option("--conversation", is_flag=True,
+              help="Also rewind the conversation: a new session holding it as it was then (the old one is kept).")
+@click.option("--undo", is_flag=True, help="Undo the last rewind (the state it saved first).")
+@click.option("--json", "as_json", is_flag=True, help="List the checkpoints as JSON.")
+def rewind_command(workspace: str, session: str | None, checkpoint: int | None, diff: bool, conversation: bool,
+                   undo: bool, as_json: bool) -> None:
+    """List the checkpoints of a session (no CHECKPOINT), or put the
+    workspace's files back as they were at CHECKPOINT — including what the
+    agent's commands changed. The state before is recorded first, so a
+    rewind can be undone (--undo)."""
+    from .rewind import rewind_impl
+
+    rewind_impl(workspace, session, checkpoint, diff, conversation, undo, as_json)
+
+
 @click.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def plugins_command(as_json: bool) -> None:

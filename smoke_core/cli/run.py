@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -23,7 +23,6 @@ from .describe import cli_words, esc
 from .prompts import prompt_choice
 from .render import TerminalUI, is_interactive
 from .run_io import EXIT_PIPE, EXIT_USAGE, PipeGuard, exit_status
-
 
 # ---------------------------------------------------------------- running
 
@@ -83,7 +82,7 @@ def _approve_mode(as_json: bool) -> str:
     return "ask" if is_interactive() else "deny"
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     """One message and exit status 2: a person's mistake never ends in a traceback."""
     click.echo(f"smoke: {message}", err=True)
     sys.exit(EXIT_USAGE)
@@ -327,13 +326,14 @@ def run_impl(task: str | None, workspace: str, provider: str | None, model: str 
         store.close()
     if kept:
         remember_last(setup.ws, agent.session_id)
-    if code != EXIT_PIPE and not as_json:
-        if output is not None and result.status == "completed":
-            if not write_answer(json.dumps(_jsonable(result.output), ensure_ascii=False, indent=2)):
-                code = EXIT_PIPE
-        elif answer_only and result.status == "completed" and result.text:
-            if not write_answer(result.text):
-                code = EXIT_PIPE
+    answer = None
+    if code != EXIT_PIPE and not as_json and result.status == "completed":
+        if output is not None:
+            answer = json.dumps(_jsonable(result.output), ensure_ascii=False, indent=2)
+        elif answer_only and result.text:
+            answer = result.text
+    if answer is not None and not write_answer(answer):
+        code = EXIT_PIPE
     if not as_json:
         if kept:
             click.echo(f"session: {agent.session_id} (continue with --continue or --session {agent.session_id})",

@@ -95,7 +95,7 @@ class PipeGuard:
     runs once (the run is aborted) and :attr:`closed` is set — never a
     traceback."""
 
-    def __init__(self, on_close: Callable[[], None] | None = None) -> None:
+    def __init__(self, on_close: Callable[[], object] | None = None) -> None:
         self.closed = False
         self._on_close = on_close
 

@@ -190,7 +190,7 @@ def pick(rows: list[Row], *, title: str, fd_in: int | None = None, out: Any = No
         lines = [f"\x1b[1m{title}\x1b[0m  (↑/↓ move · Enter resume · q leave)"]
         for i, row in enumerate(rows):
             text = f"{i + 1:>2}. {row_text(row, width)}"
-            lines.append(f"\x1b[7m› {text}\x1b[0m" if i == index else f"  {text}")
+            lines.append(f"\x1b[7m> {text}\x1b[0m" if i == index else f"  {text}")
         out.write("\n".join(lines) + "\n")
         out.flush()
         drawn = len(lines)

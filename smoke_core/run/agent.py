@@ -355,6 +355,29 @@ class Agent:
         self._pauses.answer(tool_call_id, decision)
         return None
 
+    #: the workspace's checkpoints (:mod:`smoke_core.run.checkpoints`); None when they are off
+    checkpoint_store: Any = None
+
+    def checkpoints(self, session_id: str | None = None) -> list[Any]:
+        """The checkpoints of ``session_id`` (default: this agent's session),
+        oldest first: the workspace recorded before each turn and each
+        mutating tool call. [] when checkpoints are off or there are none."""
+        session = session_id or self.session_id
+        return self.checkpoint_store.checkpoints(session) if self.checkpoint_store is not None and session else []
+
+    def rewind(self, checkpoint: Any, *, conversation: bool = False) -> Any:
+        """Put the workspace's files back as they were at ``checkpoint`` (a
+        :class:`~smoke_core.run.checkpoints.Checkpoint`, or its number in this
+        session); with ``conversation=True`` the agent also goes on in a new
+        session holding the conversation as it was then (the old one is
+        kept). The current state is recorded first: the returned checkpoint
+        undoes the rewind (``agent.rewind(returned)``). Raises
+        :class:`~smoke_core.run.checkpoints.CheckpointError` (a run is active,
+        another run holds the session, the checkpoint was pruned)."""
+        from .checkpoints import rewind_agent
+
+        return rewind_agent(self, checkpoint, conversation)
+
     @property
     def context_window(self) -> int:
         """The prompt size (tokens) compaction keeps the conversation under."""

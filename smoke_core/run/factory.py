@@ -267,6 +267,14 @@ def create_agent(
             resolved.warnings.append(message)
             warn_once(message)
 
+    checkpoints = None
+    if values.get("checkpoints") is not False:
+        from .checkpoints import HOOKS, HOOKS_NAME, checkpoint_store_for
+
+        checkpoints = checkpoint_store_for(workspace.root, values)
+        options.extra["checkpoint_store"] = checkpoints
+        if not pm.has_plugin(HOOKS_NAME):  # one for every agent of a (shared) manager
+            pm.register(HOOKS, name=HOOKS_NAME)
     agent = Agent(
         options=options,
         pm=pm,
@@ -285,6 +293,7 @@ def create_agent(
         gate=gate,
         settings=resolved,
     )
+    agent.checkpoint_store = checkpoints
     return agent
 
 
