@@ -33,7 +33,7 @@ _CREATE_AGENT_ARGS = (
     "provider", "model", "api_key", "base_url", "tools", "hooks", "plugins", "permission", "auto_approve",
     "permissions", "system_prompt", "instructions", "session_id", "store", "user_id", "max_steps", "retry",
     "guards", "context_window", "model_settings", "max_tool_output_chars", "autoload_plugins",
-    "provider_options", "sandbox", "trust_workspace", "setting_sources", "plugin_options",
+    "provider_options", "sandbox", "trust_workspace", "setting_sources", "plugin_options", "checkpoints",
 )
 _settings_log_seen: set[str] = set()
 
@@ -88,6 +88,7 @@ def create_agent(
     trust_workspace: bool | None = True,
     setting_sources: Iterable[str] | None = None,
     plugin_options: dict[str, dict[str, Any]] | None = None,
+    checkpoints: bool | None = None,
     **plugin_settings: Any,
 ) -> Agent:
     """Create an :class:`Agent`.
@@ -107,7 +108,7 @@ def create_agent(
     Settings (docs/security.md): the keyword arguments ``provider``,
     ``model``, ``base_url``, ``permission``, ``auto_approve``,
     ``permissions``, ``max_steps``, ``sandbox``, ``instructions``,
-    ``plugin_options`` and the keys plugins declare (``mcp_servers=``,
+    ``plugin_options``, ``checkpoints`` (False: no checkpoints for ``agent.rewind``) and the keys plugins declare (``mcp_servers=``,
     ``skills_dir=``...) are the *code* layer, above the user, project, local
     and environment layers (``setting_sources`` limits which are read;
     ``setting_sources=()`` reads none) and below managed settings, which are
@@ -153,6 +154,7 @@ def create_agent(
         "plugin_options": plugin_options,
         "sandbox": sandbox.model_dump(exclude_unset=True) if isinstance(sandbox, SandboxSettings) else sandbox,
         "hooks": command_hooks or None,
+        "checkpoints": checkpoints,
         **plugin_settings,
     }
     code = {k: v for k, v in code.items() if v is not None}
@@ -267,12 +269,12 @@ def create_agent(
             resolved.warnings.append(message)
             warn_once(message)
 
-    checkpoints = None
-    if values.get("checkpoints") is not False:
+    cp_store = None
+    if values.get("checkpoints") is not False:  # on by default (docs/cli.md#smoke-rewind)
         from .checkpoints import HOOKS, HOOKS_NAME, checkpoint_store_for
 
-        checkpoints = checkpoint_store_for(workspace.root, values)
-        options.extra["checkpoint_store"] = checkpoints
+        cp_store = checkpoint_store_for(workspace.root, values)
+        options.extra["checkpoint_store"] = cp_store
         if not pm.has_plugin(HOOKS_NAME):  # one for every agent of a (shared) manager
             pm.register(HOOKS, name=HOOKS_NAME)
     agent = Agent(
@@ -293,7 +295,7 @@ def create_agent(
         gate=gate,
         settings=resolved,
     )
-    agent.checkpoint_store = checkpoints
+    agent.checkpoint_store = cp_store
     return agent
 
 
