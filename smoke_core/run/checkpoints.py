@@ -36,6 +36,7 @@ import json
 import os
 import subprocess
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -362,9 +363,7 @@ def rewind(store: CheckpointStore, sessions: Any, checkpoint: Checkpoint, *,
         history = list(sessions.load(checkpoint.session_id))
         before = store.restore(checkpoint, messages=len(history))
         if conversation:
-            from .agent import new_session_id
-
-            new_session = new_session_id()
+            new_session = "ses_" + uuid.uuid4().hex[:12]  # as run.agent.new_session_id (no import cycle)
             for message in history[: checkpoint.messages]:
                 sessions.append(new_session, message)
     finally:
