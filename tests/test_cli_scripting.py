@@ -286,3 +286,10 @@ def test_python_api_session_and_fork(tmp_path):
     texts = [b["text"] for m in store.load(forks[0]) for b in m["content"] if b["type"] == "text"]
     assert texts == ["first", "one", "second", "two"]
     store.close()
+
+
+def test_a_misspelt_provider_gets_did_you_mean(tmp_path):
+    ws = ws_of(tmp_path)
+    env = scripted_env(tmp_path, ["x"])
+    proc = smoke("run", "--provider", "cli-scriptd", "go", cwd=ws, env=env)
+    assert proc.returncode == 2 and "Did you mean 'cli-scripted'?" in proc.stderr
