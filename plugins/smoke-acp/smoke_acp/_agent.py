@@ -143,7 +143,7 @@ class SmokeACPAgent:
                             **kwargs: Any) -> ListSessionsResponse:
         # without cwd: every folder this agent has served a session in, and its own folder
         folders = [_folder(cwd)] if cwd else list(dict.fromkeys([*self._stores, Path.cwd().resolve()]))
-        found = []
+        found: list[tuple[Path, Any]] = []
         for folder in folders:
             if not (folder / ".smoke" / "sessions.db").exists():
                 continue
