@@ -66,7 +66,8 @@ def test_plugins_add_slash_commands_per_agent_and_core_keeps_its_names(tmp_path)
                          autoload_plugins=False)
     commands, problems = collect_slash_commands(agent)
     assert plugin.seen_agents == [agent]
-    assert {"help", "clear", "compact", "model", "tools", "cost", "exit", "quit"} == RESERVED <= set(commands)
+    assert {"help", "clear", "compact", "model", "tools", "cost", "rewind", "undo", "exit", "quit"} == RESERVED \
+        <= set(commands)
     assert commands["help"].source.startswith("smoke-core:")  # core's, not the plugin's
     shout = commands["shout"]
     assert shout.usage == "/shout TEXT" and shout.description == "upper-case the rest"

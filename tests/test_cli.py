@@ -75,6 +75,7 @@ def test_no_key_is_a_usage_error_pointing_to_demo(tmp_path):
     assert proc.returncode == 2
     assert "no model provider is configured" in proc.stderr
     assert "smoke demo" in proc.stderr
+    assert "smoke run --provider ollama" in proc.stderr  # the local-model line
 
 
 def test_bad_config_is_a_usage_error(tmp_path):

@@ -141,6 +141,11 @@ class AgentSetup:
         return self.provider, spec, self.base_url
 
 
+#: how to run without a key: a model on this machine (the no-key messages end with it)
+LOCAL_LINE = ("A local model needs no key: smoke run --provider ollama -m MODEL \"...\" "
+              "(or --provider llamacpp / vllm, or --base-url http://127.0.0.1:8080/v1).")
+
+
 class SetupError(Exception):
     """A person's mistake found while setting up a run (one message, exit 2)."""
 
@@ -181,7 +186,7 @@ def prepare(workspace: str, provider: str | None, model: str | None, base_url: s
             chosen, env_var = found
             note = f"using provider {chosen} (found {env_var})"
     except NoProviderError as exc:
-        raise SetupError(f"{exc}\n  To try Smoke without a key, run: smoke demo") from None
+        raise SetupError(f"{exc}\n  {LOCAL_LINE}\n  To try Smoke without a key, run: smoke demo") from None
     except ConfigError as exc:
         raise SetupError(cli_words(exc)) from None
     stream = resolved.values.get("stream") is not False
@@ -201,7 +206,7 @@ def check_key(agent: Any) -> str | None:
         return None
     return (f"no API key for {getattr(provider, 'name', 'the provider')}: {env_var} is not set. "
             f"Set it (export {env_var}=...), or choose another provider with --provider "
-            f"(`smoke providers` lists them and their key variables).")
+            f"(`smoke providers` lists them and their key variables). {LOCAL_LINE}")
 
 
 def output_type_from_schema(path: str) -> Any:
