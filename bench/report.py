@@ -229,6 +229,15 @@ def summary(d: dict[str, Any]) -> tuple[str, list[str]]:
             add("14 Permission", f"run_command check per call, {pe['command_chars']}-character command, "
                 f"{sum(pe['rules'].values())} rules", f"{_v(pe['per_call_us'])} µs", f"≤ {pe['target_us']:g} µs",
                 pe["verdict"], f"a new command (parse in the call): {_v(cold.get('median_us'))} µs")
+    cp = B.get("checkpoint")
+    if cp is not None:
+        if _err(cp):
+            rows.append(["16 Checkpoints", "—", _err(cp), "", "not measured", ""])
+        else:
+            add("16 Checkpoints", f"ms a checkpoint costs per turn after the first, {cp['files']:,}-file workspace",
+                f"{_v(cp['per_turn_ms'])} ms", f"≤ {cp['target_ms']:g} ms", cp["verdict"],
+                f"plain scripted turn {_v(cp['plain_turn_ms'])} ms; with checkpoints "
+                f"{_v(cp['turn_with_checkpoints_ms'])} ms")
     return _table(["benchmark", "measure", "Smoke", "target", "verdict", "peers, same run"], rows), misses
 
 
@@ -575,6 +584,22 @@ def sec_permission(pe: dict[str, Any]) -> str:
     ])
 
 
+def sec_checkpoint(cp: dict[str, Any]) -> str:
+    rows = [["first checkpoint (every file hashed once)", cp["first_ms"]],
+            ["checkpoint per turn after the first (3 files changed), median", cp["per_turn_ms"]],
+            ["same, p95", cp["per_turn_p95_ms"]],
+            ["checkpoint when nothing changed (before a mutating call)", cp["unchanged_ms"]],
+            ["scripted turn with one edit call, checkpoints off", cp["plain_turn_ms"]],
+            ["the same turn, checkpoints on (before the turn and before the call)", cp["turn_with_checkpoints_ms"]]]
+    return "\n".join([
+        f"A {cp['files']:,}-file workspace (a git repository); checkpoints in the private object store (its own "
+        f"`GIT_DIR` and index under the state folder), {cp['turns']} turns; the store holds {cp['store_mb']} MB "
+        "after them.\n",
+        _table(["step", "ms"], rows),
+        f"\nPer turn after the first ≤ {cp['target_ms']:g} ms: {cp['verdict']}.",
+    ])
+
+
 SECTIONS = [
     ("startup", "1. Start-up", sec_startup),
     ("loop", "2. Loop overhead", sec_loop),
@@ -590,6 +615,7 @@ SECTIONS = [
     ("layout", "12. Start-up across the core's move", sec_layout),
     ("hooks", "13. Command hooks (smoke-hooks)", sec_hooks),
     ("permission", "14. Command permission check", sec_permission),
+    ("checkpoint", "16. Checkpoints", sec_checkpoint),
 ]
 
 
@@ -669,6 +695,7 @@ def render(d: dict[str, Any]) -> str:
         "python bench/bench_layout.py --before-python VENV/bin/python  # 12: smoke --help before/after the core's move",
         "python bench/bench_hooks.py        # 13: a `true` PreToolUse command hook vs the plain loop",
         "python bench/bench_permission.py   # 14: the run_command permission check, 500-character command",
+        "python bench/bench_checkpoint.py   # 16: checkpoint cost per turn, 5,000-file workspace",
         "python bench/report.py             # re-render this page from bench/results/latest.json",
         "```",
         "",

@@ -41,6 +41,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str], float]] = {
     "layout": ("bench_layout.py", [], ["--rounds", "3", "--runs", "5"], 600),
     "hooks": ("bench_hooks.py", [], ["--steps", "12", "--reps", "2"], 300),
     "permission": ("bench_permission.py", [], ["--runs", "300"], 180),
+    "checkpoint": ("bench_checkpoint.py", [], ["--turns", "8"], 300),
 }
 
 DISTS = ("smoke-core", "smoke-tools-filesystem", "smoke-tools-search", "smoke-tools-terminal", "smoke-tools-git",

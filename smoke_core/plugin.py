@@ -122,29 +122,29 @@ _LAZY: dict[str, str] = {
     "BatchConfig": "batch.tasks",
     "BatchTask": "batch.tasks",
     "CommandParse": "policy.commands.model",
-    "ControlFiles": "policy.control_files",
     "DynamicWord": "policy.commands.model",
     "GlobWord": "policy.commands.model",
     "SimpleCommand": "policy.commands.model",
     "parse_command": "policy.commands.walker",
+    "ControlFiles": "policy.control_files",
+    "url_host": "policy.domains",
     "AgentOptions": "policy.options",
     "ANSWERS": "policy.rules",
     "PermissionRequest": "policy.rules",
     "looks_secret": "policy.rules",
-    "url_host": "policy.domains",
     "SandboxSettings": "policy.sandbox.settings",
     "Redactor": "policy.secrets",
     "child_env": "policy.secrets",
     "is_secret_name": "policy.secrets",
     "SettingsError": "policy.settings.files",
     "Agent": "run.agent",
-    "new_session_id": "run.agent",
     "resolve_agent_settings": "run.agent_settings",
     "create_agent": "run.factory",
     "RunHandle": "run.handle",
+    "new_session_id": "run.history",
     "ChatHost": "run.slash",
-    "collect_slash_commands": "run.slash",
     "SlashCommand": "run.slash",
+    "collect_slash_commands": "run.slash",
     "RunResult": "run.state",
     "CallRecord": "store.protocol",
     "JournalingStore": "store.protocol",
@@ -215,10 +215,11 @@ if TYPE_CHECKING:
     from .policy.sandbox.settings import SandboxSettings
     from .policy.secrets import Redactor, child_env, is_secret_name
     from .policy.settings.files import SettingsError
-    from .run.agent import Agent, new_session_id
+    from .run.agent import Agent
     from .run.agent_settings import resolve_agent_settings
     from .run.factory import create_agent
     from .run.handle import RunHandle
+    from .run.history import new_session_id
     from .run.slash import ChatHost, SlashCommand, collect_slash_commands
     from .run.state import RunResult
     from .store.protocol import (

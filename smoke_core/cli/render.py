@@ -55,7 +55,7 @@ class TerminalUI:
     """
 
     def __init__(self, agent: Any, *, approve: str, label: str | None = None, stderr: bool = False,
-                 yes: bool = False, chat: bool = False, reader: Any = None) -> None:
+                 yes: bool = False, chat: bool = False, reader: Any = None, show_text: bool = True) -> None:
         from rich.console import Console
 
         self.agent = agent
@@ -63,6 +63,7 @@ class TerminalUI:
         self.yes = yes
         self.chat = chat
         self._reader = reader
+        self.show_text = show_text  # False: the answer is printed elsewhere (``--print`` at a terminal)
         self._out = sys.stderr if stderr else sys.stdout
         self._remember_scope: str | None = None
         self.console = Console(highlight=False, soft_wrap=True, stderr=stderr)
@@ -115,11 +116,14 @@ class TerminalUI:
             c.print(head)
             c.print(f"[dim]task:[/dim] {show(d.get('task'))}")
         elif t == "step.started":
+            self._streamed = []  # what this step streams; the final answer is the last step's text
             self._spin(f"thinking… (step {d['step']}, phase {self._phase})")
         elif t == "text.delta":
             self._stop_spin()
-            c.print(plain(d["text"]), end="", markup=False)
             self._streamed.append(d["text"])
+            if not self.show_text:
+                return
+            c.print(plain(d["text"]), end="", markup=False)
             self._inline = True
         elif t == "text.thought":
             self._stop_spin()
@@ -236,7 +240,7 @@ class TerminalUI:
             c.print(f"\n[bold green]✔ completed[/bold green] · {summary}" if not self.chat
                     else f"[dim]· {summary}[/dim]")
             text = d.get("text")
-            if text and str(text).strip() != "".join(self._streamed).strip():
+            if text and self.show_text and str(text).strip() != "".join(self._streamed).strip():
                 c.print(show(text))
         elif t == "run.failed":
             err = d.get("error") or {}

@@ -34,7 +34,7 @@ _CREATE_AGENT_ARGS = (
     "permissions", "system_prompt", "instructions", "session_id", "store", "user_id", "max_steps", "retry",
     "guards", "context_window", "model_settings", "max_tool_output_chars", "autoload_plugins",
     "provider_options", "sandbox", "trust_workspace", "setting_sources", "plugin_options",
-    "fallback_models", "max_cost_usd", "max_input_tokens", "max_output_tokens",
+    "fallback_models", "max_cost_usd", "max_input_tokens", "max_output_tokens", "checkpoints",
 )
 _settings_log_seen: set[str] = set()
 
@@ -93,6 +93,7 @@ def create_agent(
     max_cost_usd: float | None = None,
     max_input_tokens: int | None = None,
     max_output_tokens: int | None = None,
+    checkpoints: bool | None = None,
     **plugin_settings: Any,
 ) -> Agent:
     """Create an :class:`Agent`.
@@ -112,7 +113,7 @@ def create_agent(
     Settings (docs/security.md): the keyword arguments ``provider``,
     ``model``, ``base_url``, ``permission``, ``auto_approve``,
     ``permissions``, ``max_steps``, ``sandbox``, ``instructions``,
-    ``plugin_options`` and the keys plugins declare (``mcp_servers=``,
+    ``plugin_options``, ``checkpoints`` (False: no checkpoints for ``agent.rewind``) and the keys plugins declare (``mcp_servers=``,
     ``skills_dir=``...) are the *code* layer, above the user, project, local
     and environment layers (``setting_sources`` limits which are read;
     ``setting_sources=()`` reads none) and below managed settings, which are
@@ -160,6 +161,7 @@ def create_agent(
         "hooks": command_hooks or None,
         "fallback_models": fallback_models, "max_cost_usd": max_cost_usd, "max_input_tokens": max_input_tokens,
         "max_output_tokens": max_output_tokens,
+        "checkpoints": checkpoints,
         **plugin_settings,
     }
     code = {k: v for k, v in code.items() if v is not None}
@@ -281,6 +283,14 @@ def create_agent(
         workspace=workspace.root, tools=registry.get,
     )
     options.match_rule = gate.rule_for_value
+    cp_store = None
+    if values.get("checkpoints") is not False:  # on by default (docs/cli.md#smoke-rewind)
+        from .checkpoints import HOOKS, HOOKS_NAME, checkpoint_store_for
+
+        cp_store = checkpoint_store_for(workspace.root, values)
+        options.extra["checkpoint_store"] = cp_store
+        if not pm.has_plugin(HOOKS_NAME):  # one for every agent of a (shared) manager
+            pm.register(HOOKS, name=HOOKS_NAME)
     agent = Agent(
         options=options,
         pm=pm,
@@ -299,6 +309,7 @@ def create_agent(
         gate=gate,
         settings=resolved,
     )
+    agent.checkpoint_store = cp_store
     return agent
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from ..base.errors import AgentError, AgentErrorInfo
 from ..base.forms import FormError, check_form
 from ..base.messages import Message
+from ..base.smoke_dir import ensure_smoke_dir
 from ..policy.rules import PermissionRequest
 from ..tools.context import ToolContext
 from ..tools.definitions import ToolDefinition
@@ -149,7 +150,7 @@ class RunHandle(StepLoop, SubagentRunner):
     def artifacts_dir(self) -> Path:
         """``<workspace>/.smoke/runs/<run_id>/``, created on first use."""
         if self._artifacts is None:
-            path = self.workspace.root / ".smoke" / "runs" / self.run_id
+            path = ensure_smoke_dir(self.workspace.root) / "runs" / self.run_id
             path.mkdir(parents=True, exist_ok=True)
             self._artifacts = path
         return self._artifacts

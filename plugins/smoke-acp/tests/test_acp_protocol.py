@@ -125,6 +125,20 @@ async def test_malformed_json_rpc_and_unknown_methods_get_errors_and_the_agent_k
 # ---------------------------------------------------------------- sessions
 
 
+async def test_session_list_without_cwd_covers_every_folder_served(tmp_path: Path, spawn) -> None:
+    home = workspace(tmp_path)  # the agent process's own folder
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("x\n")
+    agent = await spawn(home, ["done"])
+    await agent.initialize()
+    created = await agent.conn.new_session(cwd=str(other), mcp_servers=[])
+    assert (await agent.conn.prompt(session_id=created.session_id, prompt=[text("hi")])).stop_reason == "end_turn"
+    listed = await agent.conn.list_sessions()
+    assert [(s.session_id, s.cwd) for s in listed.sessions] == [(created.session_id, str(other.resolve()))]
+    assert await agent.stop() == 0
+
+
 async def test_load_replays_a_stored_session_and_continues_it(tmp_path: Path, spawn) -> None:
     ws = workspace(tmp_path)
     first = await spawn(ws, [{"text": "Let me look.", "tool_calls": [{"name": "read_file", "input": {"path": "notes.txt"}}]},

@@ -140,6 +140,15 @@ class Settings(BaseModel):
     stream: StrictBool | None = Field(None, json_schema_extra=_policy(
         "true or false", layers=_ALL, untrusted="yes",
         description="`false` asks the provider for whole replies instead of a stream (default true)"))
+    checkpoints: StrictBool | None = Field(None, json_schema_extra=_policy(
+        "true or false", description="record the workspace before each turn and each mutating tool call, for "
+                                     "`smoke rewind` (default true; docs/cli.md#smoke-rewind)"))
+    checkpoint_keep: PositiveInt | None = Field(None, json_schema_extra=_policy(
+        "a positive integer", description="checkpoints kept per session; older ones are pruned (default 100)"))
+    checkpoint_max_age_days: PositiveInt | None = Field(None, json_schema_extra=_policy(
+        "a positive integer", description="checkpoints older than this many days are pruned (default 30)"))
+    checkpoint_max_file_bytes: PositiveInt | None = Field(None, json_schema_extra=_policy(
+        "a positive integer", description="a file larger than this is not recorded (default 10 MiB)"))
     trusted_folders: list[StrictStr] | None = Field(None, json_schema_extra=_policy(
         "a list of folder paths", layers=("managed", "user"),
         description="folders whose own settings are honoured (`smoke trust`)"))
