@@ -65,7 +65,7 @@ BUILD_DEPS = ["build>=1.2", "hatchling>=1.27", "twine>=6.1", "pip"]
 #: worker makes its own local index (~2 s): two workers measured 17 -> 13 s.
 PARALLEL = {"core", "all", "build", "plugin-smoke-acp", "plugin-smoke-mcp", "plugin-smoke-otel",
             "plugin-smoke-provider-anthropic", "plugin-smoke-provider-openai", "plugin-smoke-tools-filesystem",
-            "plugin-smoke-tools-search", "plugin-smoke-tools-terminal", "plugin-smoke-ui"}
+            "plugin-smoke-tools-search", "plugin-smoke-tools-terminal", "plugin-smoke-tools-web", "plugin-smoke-ui"}
 # mkdocs-autorefs: links the `<autoref>` tags mkdocs_hooks.py writes for Sphinx roles
 DOCS_DEPS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10", "mkdocstrings[python]>=0.26", "mkdocs-autorefs>=1.4"]
 

@@ -246,6 +246,15 @@ def summary(d: dict[str, Any]) -> tuple[str, list[str]]:
             add("15 Real models", "at least one task solved end to end",
                 str(sum(m["solved"] for m in md.values())) + " runs solved", "≥ 1",
                 rm["verdicts"]["one_task_solved"], "")
+    cp = B.get("checkpoint")
+    if cp is not None:
+        if _err(cp):
+            rows.append(["16 Checkpoints", "—", _err(cp), "", "not measured", ""])
+        else:
+            add("16 Checkpoints", f"ms a checkpoint costs per turn after the first, {cp['files']:,}-file workspace",
+                f"{_v(cp['per_turn_ms'])} ms", f"≤ {cp['target_ms']:g} ms", cp["verdict"],
+                f"plain scripted turn {_v(cp['plain_turn_ms'])} ms; with checkpoints "
+                f"{_v(cp['turn_with_checkpoints_ms'])} ms")
     return _table(["benchmark", "measure", "Smoke", "target", "verdict", "peers, same run"], rows), misses
 
 
@@ -427,13 +436,18 @@ def sec_otel(ot: dict[str, Any]) -> str:
         ["smoke (plain loop)", _v(u["smoke"]), "", "no plugin"],
         ["smoke + smoke-otel, SDK with in-memory exporters", _v(u["smoke-otel"]), f"{s['ratio']}×",
          "2 spans + 4 histogram records per step"],
+        ["smoke + smoke-otel, exemplars off", _v(u.get("smoke-otel-no-exemplars")),
+         f"{s.get('ratio_no_exemplars')}×", "the same, the meter provider's exemplar filter off"],
         ["smoke + smoke-otel, no-op providers", _v(u["smoke-otel-noop-providers"]),
          f"{round(u['smoke-otel-noop-providers'] / u['smoke'], 2)}×",
          "the plugin's own work and the hook dispatch, without the SDK's"],
         ["smoke + smoke-otel, nothing configured", _v(u["smoke-otel-unconfigured"]),
          f"{round(u['smoke-otel-unconfigured'] / u['smoke'], 2)}×", "installed, nothing exported: runs are not followed"],
         ["SDK floor (no Smoke)", _v(u["sdk-floor"]), "", "the same spans and records made directly with the SDK"],
+        ["SDK floor in context (no Smoke)", _v(u.get("sdk-floor-in-context")), "",
+         "the floor with the run's span current for the loop and each span current while it runs"],
     ]
+    ops = s.get("opcodes_per_step") or {}
     for name in ("pydantic-ai", "pydantic-ai-instrumented"):
         f = p.get(name) or {}
         rows.append([name, _v(f.get("us_per_step")) if f else _err(p) or "—", "",
@@ -452,11 +466,28 @@ def sec_otel(ot: dict[str, Any]) -> str:
         f"hook dispatch (measured with no-op providers), {s['sdk_in_run_us']} µs the SDK's (span start and end "
         "with the conventional attributes, four histogram records per step). Done alone in a tight loop, that "
         f"SDK work takes {_v(u['sdk-floor'])} µs per step — {u['sdk-floor'] / u['smoke']:.2f}× the whole plain loop "
-        "(a fake model, a no-op tool): a ratio ≤ 1.5 would need the OpenTelemetry Python SDK to record a step's "
-        "spans and metrics in under half the loop's own time. "
+        "(a fake model, a no-op tool), so the plain loop plus that floor is already "
+        f"{s.get('sdk_floor_ratio')}× the plain loop: a ratio ≤ 1.5 would need the OpenTelemetry Python SDK to "
+        "record a step's spans and metrics in under half the loop's own time. Of the SDK's share in the run, "
+        f"{_v(s.get('exemplars_us'))} µs per step are exemplars (the SDK's default filter offers each histogram "
+        "record made under a sampled span to a reservoir; `OTEL_METRICS_EXEMPLAR_FILTER=always_off` turns that "
+        "off, at the price of the metric-to-trace links). "
         f"Against a real model call the added time is small: {s['added_us'] / 1000:.2f} ms per step is "
         f"{s['added_us'] / 3000:.2f}% of a 300 ms call.",
     ]
+    if ops:
+        base = ops["smoke"]
+        out += ["\nPython bytecode instructions per step (counted with `sys.settrace` opcode "
+                "events; the same on a loaded or a quiet machine):\n",
+                _table(["variant", "instructions per step", "÷ plain"],
+                       [[name, f"{n:,}", f"{n / base:.2f}×"] for name, n in ops.items()]),
+                f"\nThe plain loop, the core's dispatch of the plugin's per-step hooks "
+                f"({ops.get('smoke-otel-unconfigured', base) - base:,}) and the SDK's floor in context "
+                f"({ops.get('sdk-floor-in-context', 0):,}) already make "
+                f"{(ops.get('smoke-otel-unconfigured', base) + ops.get('sdk-floor-in-context', 0)) / base:.2f}× "
+                f"the plain loop; smoke-otel's own work above them is "
+                f"{ops['smoke-otel'] - ops.get('smoke-otel-unconfigured', base) - ops.get('sdk-floor-in-context', 0):,} "
+                "instructions per step."]
     if prof:
         out += ["\nWhere one smoke-otel run's time goes (cProfile own time by area, profiler overhead included):\n",
                 _table(["area", "own ms", "share"], [[r["area"], r["own_ms"], f"{r['share'] * 100:.0f}%"]
@@ -595,6 +626,22 @@ def sec_realmodel(rm: dict[str, Any]) -> str:
     ])
 
 
+def sec_checkpoint(cp: dict[str, Any]) -> str:
+    rows = [["first checkpoint (every file hashed once)", cp["first_ms"]],
+            ["checkpoint per turn after the first (3 files changed), median", cp["per_turn_ms"]],
+            ["same, p95", cp["per_turn_p95_ms"]],
+            ["checkpoint when nothing changed (before a mutating call)", cp["unchanged_ms"]],
+            ["scripted turn with one edit call, checkpoints off", cp["plain_turn_ms"]],
+            ["the same turn, checkpoints on (before the turn and before the call)", cp["turn_with_checkpoints_ms"]]]
+    return "\n".join([
+        f"A {cp['files']:,}-file workspace (a git repository); checkpoints in the private object store (its own "
+        f"`GIT_DIR` and index under the state folder), {cp['turns']} turns; the store holds {cp['store_mb']} MB "
+        "after them.\n",
+        _table(["step", "ms"], rows),
+        f"\nPer turn after the first ≤ {cp['target_ms']:g} ms: {cp['verdict']}.",
+    ])
+
+
 SECTIONS = [
     ("startup", "1. Start-up", sec_startup),
     ("loop", "2. Loop overhead", sec_loop),
@@ -611,6 +658,7 @@ SECTIONS = [
     ("hooks", "13. Command hooks (smoke-hooks)", sec_hooks),
     ("permission", "14. Command permission check", sec_permission),
     ("realmodel", "15. Real models: the harness effect", sec_realmodel),
+    ("checkpoint", "16. Checkpoints", sec_checkpoint),
 ]
 
 
@@ -691,6 +739,7 @@ def render(d: dict[str, Any]) -> str:
         "python bench/bench_hooks.py        # 13: a `true` PreToolUse command hook vs the plain loop",
         "python bench/bench_permission.py   # 14: the run_command permission check, 500-character command",
         "python bench/bench_realmodel.py    # 15: Qwen2.5-Coder-0.5B on llama-server, native / inline / constrained",
+        "python bench/bench_checkpoint.py   # 16: checkpoint cost per turn, 5,000-file workspace",
         "python bench/report.py             # re-render this page from bench/results/latest.json",
         "```",
         "",

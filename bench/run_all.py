@@ -43,6 +43,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str], float]] = {
     "permission": ("bench_permission.py", [], ["--runs", "300"], 180),
     # needs llama-server and the Qwen model (`nox -s realmodel` puts them in the cache); not measured without
     "realmodel": ("bench_realmodel.py", [], ["--seeds", "1", "--tasks", "answer-from-file,fix-off-by-one"], 10800),
+    "checkpoint": ("bench_checkpoint.py", [], ["--turns", "8"], 300),
 }
 
 DISTS = ("smoke-core", "smoke-tools-filesystem", "smoke-tools-search", "smoke-tools-terminal", "smoke-tools-git",

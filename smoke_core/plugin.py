@@ -93,6 +93,7 @@ __all__ = [
     "run_batch",
     "run_batch_task",
     "tool",
+    "url_host",
     "user_message",
     "visible",
 ]
@@ -121,11 +122,12 @@ _LAZY: dict[str, str] = {
     "BatchConfig": "batch.tasks",
     "BatchTask": "batch.tasks",
     "CommandParse": "policy.commands.model",
-    "ControlFiles": "policy.control_files",
     "DynamicWord": "policy.commands.model",
     "GlobWord": "policy.commands.model",
     "SimpleCommand": "policy.commands.model",
     "parse_command": "policy.commands.walker",
+    "ControlFiles": "policy.control_files",
+    "url_host": "policy.domains",
     "AgentOptions": "policy.options",
     "ANSWERS": "policy.rules",
     "PermissionRequest": "policy.rules",
@@ -136,13 +138,13 @@ _LAZY: dict[str, str] = {
     "is_secret_name": "policy.secrets",
     "SettingsError": "policy.settings.files",
     "Agent": "run.agent",
-    "new_session_id": "run.agent",
     "resolve_agent_settings": "run.agent_settings",
     "create_agent": "run.factory",
     "RunHandle": "run.handle",
+    "new_session_id": "run.history",
     "ChatHost": "run.slash",
-    "collect_slash_commands": "run.slash",
     "SlashCommand": "run.slash",
+    "collect_slash_commands": "run.slash",
     "RunResult": "run.state",
     "CallRecord": "store.protocol",
     "JournalingStore": "store.protocol",
@@ -207,15 +209,17 @@ if TYPE_CHECKING:
     from .policy.commands.model import CommandParse, DynamicWord, GlobWord, SimpleCommand
     from .policy.commands.walker import parse_command
     from .policy.control_files import ControlFiles
+    from .policy.domains import url_host
     from .policy.options import AgentOptions
     from .policy.rules import ANSWERS, PermissionRequest, looks_secret
     from .policy.sandbox.settings import SandboxSettings
     from .policy.secrets import Redactor, child_env, is_secret_name
     from .policy.settings.files import SettingsError
-    from .run.agent import Agent, new_session_id
+    from .run.agent import Agent
     from .run.agent_settings import resolve_agent_settings
     from .run.factory import create_agent
     from .run.handle import RunHandle
+    from .run.history import new_session_id
     from .run.slash import ChatHost, SlashCommand, collect_slash_commands
     from .run.state import RunResult
     from .store.protocol import (

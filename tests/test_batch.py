@@ -340,3 +340,17 @@ def test_smoke_store_url_chooses_the_cli_store(tmp_path, monkeypatch, capsys):
         open_cli_store(tmp_path)
     err = capsys.readouterr().err
     assert info.value.code == 2 and "secret" not in err and "postgresql://me:***@127.0.0.1:1/db" in err
+
+
+async def test_the_batch_budget_stops_the_batch_and_leaves_the_rest_resumable(tmp_path):
+    project(tmp_path)
+    tasks = write_tasks(tmp_path / "t.jsonl", [
+        {"id": f"t{i}", "task": "say ok", "workspace": "proj"} for i in range(5)
+    ])
+    first = await batch(tasks, out=tmp_path / "r.jsonl", concurrency=1, max_output_tokens=1)
+    done = results(tmp_path / "r.jsonl")
+    assert len(done) == 1 and first.budget_exceeded and first.budget_exceeded.endswith("of max_output_tokens 1")
+    rest = await batch(tasks, out=tmp_path / "r.jsonl", concurrency=1)
+    assert rest.budget_exceeded is None and len(results(tmp_path / "r.jsonl")) == 5
+    with pytest.raises(BatchError, match=r"--max-cost-usd must be a positive number, got -1"):
+        await batch(tasks, out=tmp_path / "r2.jsonl", max_cost_usd=-1)

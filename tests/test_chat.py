@@ -66,7 +66,8 @@ def test_plugins_add_slash_commands_per_agent_and_core_keeps_its_names(tmp_path)
                          autoload_plugins=False)
     commands, problems = collect_slash_commands(agent)
     assert plugin.seen_agents == [agent]
-    assert {"help", "clear", "compact", "model", "tools", "cost", "exit", "quit"} == RESERVED <= set(commands)
+    assert {"help", "clear", "compact", "model", "tools", "cost", "plan", "rewind", "undo", "exit", "quit"} \
+        == RESERVED <= set(commands)
     assert commands["help"].source.startswith("smoke-core:")  # core's, not the plugin's
     shout = commands["shout"]
     assert shout.usage == "/shout TEXT" and shout.description == "upper-case the rest"
@@ -222,7 +223,7 @@ def test_pty_chat_two_turns_an_approval_cost_history_and_exit(tmp_path):
     assert "unknown command /nosuch" in term.read_until(PROMPT)
     term.send("/exit\n")
     assert term.finish() == 0
-    assert f"continue with smoke chat --session {session}" in term.buffer
+    assert f"continue with smoke chat --continue, or --session {session}" in term.buffer
 
     shown = smoke("sessions", "show", session, cwd=ws, env=env).stdout
     assert "[user] make a file" in shown and "[user] what did I say?" in shown

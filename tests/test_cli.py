@@ -75,6 +75,7 @@ def test_no_key_is_a_usage_error_pointing_to_demo(tmp_path):
     assert proc.returncode == 2
     assert "no model provider is configured" in proc.stderr
     assert "smoke demo" in proc.stderr
+    assert "smoke run --provider ollama" in proc.stderr  # the local-model line
 
 
 def test_bad_config_is_a_usage_error(tmp_path):
@@ -112,8 +113,8 @@ def test_without_terminal_or_yes_approvals_are_denied_not_hung(tmp_path):
     project = sample(tmp_path)
     proc = smoke("run", "--provider", "demo", "fix median", cwd=project,
                  env=clean_env(tmp_path, SMOKE_LOAD_PLUGINS=TOOL_PLUGINS), input="", timeout=120)
-    assert "no terminal is attached: denied" in proc.stdout
-    assert "--yes" in proc.stdout
+    assert "no terminal is attached: denied" in proc.stderr
+    assert "--yes" in proc.stderr
     assert "list(values)" in (project / "stats" / "core.py").read_text()  # nothing changed
 
 

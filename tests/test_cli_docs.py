@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CLI_DOC = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
 CORE_COMMANDS = [
     _commands.run_command, _commands.chat_command, _commands.demo_command, _commands.sessions_group,
+    _commands.rewind_command,
     _commands.plugins_command, _commands.providers_command, _commands.tools_command, _commands.trust_command,
     _commands.permissions_command, _commands.doctor_command, _commands.batch_command,
     _commands.install_command, _commands.uninstall_command, _commands.plugin_group,

@@ -403,7 +403,7 @@ def test_a_run_refused_before_the_model_answers_leaves_no_session(tmp_path, open
     proc = smoke("run", "--provider", "openai-compatible", "--base-url", openai_server.url + "/v1", "-m", "m",
                  "hello", cwd=ws, env=env)
     assert proc.returncode == 1
-    assert "provider_auth" in proc.stdout and "api_key=" not in proc.stdout
+    assert "provider_auth" in proc.stderr and "api_key=" not in proc.stderr
     assert "session: none kept" in proc.stderr
     assert "ses_" not in smoke("sessions", cwd=ws, env=env).stdout
 
@@ -508,7 +508,7 @@ def test_streaming_is_turned_off_by_flag_and_by_settings(tmp_path, openai_server
     proc = smoke(*base, "hello", cwd=ws, env=env)
     assert openai_server.requests[-1][1]["stream"] is False and "ignored settings" not in proc.stderr
     # the summary line: tokens always, no price for a local server
-    assert "12 in / 3 out tokens · unknown price" in proc.stdout
+    assert "12 in / 3 out tokens · unknown price" in proc.stderr
 
 
 @pytest.mark.integration
@@ -520,7 +520,7 @@ def test_a_404_shows_the_url_requested_and_suggests_v1(tmp_path, openai_server):
     proc = smoke("run", "--provider", "openai-compatible", "--base-url", openai_server.url, "-m", "m", "hello",
                  cwd=ws, env=env)
     assert proc.returncode == 1
-    out = " ".join(proc.stdout.split())
+    out = " ".join(proc.stderr.split())
     assert f"the server answered 404 Not Found for POST {openai_server.url}/chat/completions" in out
     assert f"try --base-url {openai_server.url}/v1" in out
     assert openai_server.requests[-1][0] == "/chat/completions"
@@ -589,7 +589,7 @@ def test_run_summary_shows_tokens_and_dollars(tmp_path):
 
     price = float(calc_price(Usage(input_tokens=1_000_000, output_tokens=1_000_000), "gpt-4o-mini",
                              provider_id="openai").total_price)
-    assert f"✔ completed · 1 step · 1,000,000 in / 1,000,000 out tokens · ${price:.2f}" in proc.stdout
+    assert f"✔ completed · 1 step · 1,000,000 in / 1,000,000 out tokens · ${price:.2f}" in proc.stderr
 
 
 def test_usage_summary_words():
@@ -622,7 +622,7 @@ def test_subagent_cards_are_nested_under_their_task_card_with_the_sandbox_badge(
         "parent says: all done",
     ]
     env = scripted(tmp_path, turns, plugins="chat_scripted,tools_agent,tools_terminal")
-    proc = smoke("run", "--provider", "chat-scripted", "--yes", "delegate", cwd=ws, env=env)
+    proc = smoke("run", "--provider", "chat-scripted", "--yes", "--transcript", "delegate", cwd=ws, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     task_line = next(i for i, ln in enumerate(lines) if "🤖 Task" in ln)

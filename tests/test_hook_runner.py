@@ -163,7 +163,8 @@ async def test_pluggy_monitoring_sees_every_lifecycle_hook_call(workspace):
         def close_agent(self, agent):
             pass
 
-    agent, _ = make(workspace, [call("echo", text="x"), "done"], plugins=[All()])
+    # checkpoints off: their own before_run / before_tool_call would be monitored too
+    agent, _ = make(workspace, [call("echo", text="x"), "done"], plugins=[All()], checkpoints=False)
     before, after = [], []
     undo = agent.plugin_manager.add_hookcall_monitoring(
         lambda name, impls, kwargs: before.append((name, [i.plugin_name for i in impls], dict(kwargs))),

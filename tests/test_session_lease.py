@@ -19,8 +19,8 @@ import pytest
 
 from smoke_core import MemoryStore, create_agent
 from smoke_core.plugin import SQLiteStore, ToolAnnotations, ToolDefinition
-from smoke_core.run.agent import repair_history
 from smoke_core.run.call_journal import INTERRUPTED, NOT_RUN, RECOVERED
+from smoke_core.run.history import repair_history
 from smoke_core.store.protocol import CallRecord, LeaseHolder
 from smoke_core.testing import ScriptedProvider
 

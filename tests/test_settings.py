@@ -179,7 +179,7 @@ def test_missing_managed_file_is_no_policy(workspace):
     ('auto_approve: "false"\n', "auto_approve: expected true, false, or a list of rules such as ['run_command(pytest *)'], got 'false'"),
     ("auto_approve: maybe\n", "auto_approve: expected true, false, or a list of rules"),
     ("permission: {allow: [run_command]}\n", "rules go under `permissions:`"),
-    ("permission: sometimes\n", "permission: expected one of ask-default, allow-all, deny-all, got 'sometimes'"),
+    ("permission: sometimes\n", "permission: expected one of ask-default, accept-edits, plan, allow-all, deny-all, got 'sometimes'"),
     ("max_steps: lots\n", "max_steps: expected a positive integer, got 'lots'"),
     ("max_steps: 0\n", "max_steps: expected a positive integer, got 0"),
     ("max_step: 3\n", "unknown setting 'max_step'; did you mean 'max_steps'?"),

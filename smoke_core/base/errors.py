@@ -32,6 +32,7 @@ ErrorCode = Literal[
     "run_hard_stop",
     "run_empty_responses",
     "run_max_steps",
+    "run_budget_exceeded",
     "run_cancelled",
     "run_internal_error",
     "output_invalid",
@@ -67,6 +68,8 @@ ERROR_CODE_DEFAULTS: dict[str, tuple[ErrorLayer, Severity, bool, str]] = {
     "run_hard_stop": ("run", "error", False, "Commands kept failing with no successful edit between them."),
     "run_empty_responses": ("run", "error", False, "The model kept returning empty replies; try another model."),
     "run_max_steps": ("run", "error", False, "Raise max_steps or split the task."),
+    "run_budget_exceeded": ("run", "error", False, "Raise the budget (max_cost_usd, max_input_tokens, "
+                                                   "max_output_tokens) or split the task."),
     "run_cancelled": ("run", "info", False, "The run was aborted."),
     "run_internal_error": ("run", "fatal", False, "A bug in Smoke or a plugin; please report it with the details."),
     "output_invalid": ("run", "error", False, "The model's result did not match output_type after the retries; see details for the errors."),

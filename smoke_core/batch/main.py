@@ -51,6 +51,10 @@ class BatchSummary:
     duration_s: float = 0.0
     #: ids in the results file (from this run and earlier ones) whose status is not "completed"
     not_completed: list[str] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    #: why the batch stopped early: its budget (``max_cost_usd`` ...) was spent; None otherwise
+    budget_exceeded: str | None = None
 
 
 class ResultsFile:
@@ -122,6 +126,18 @@ def _batch_identity(work_dir: Path, batch_id: str | None, tasks_file: Path) -> s
     return chosen
 
 
+def _batch_budget_spent(summary: BatchSummary, max_cost_usd: float | None, max_input_tokens: int | None,
+                        max_output_tokens: int | None) -> str | None:
+    """Which budget of the whole batch its finished tasks have reached, worded for people; None if none."""
+    if max_cost_usd is not None and (summary.cost_usd or 0.0) >= max_cost_usd:
+        return f"${summary.cost_usd or 0.0:.4f} of max_cost_usd ${max_cost_usd:g}"
+    if max_input_tokens is not None and summary.input_tokens >= max_input_tokens:
+        return f"{summary.input_tokens:,} of max_input_tokens {max_input_tokens:,}"
+    if max_output_tokens is not None and summary.output_tokens >= max_output_tokens:
+        return f"{summary.output_tokens:,} of max_output_tokens {max_output_tokens:,}"
+    return None
+
+
 def invalid_result(item: InvalidLine, config: BatchConfig) -> dict[str, Any]:
     info = AgentErrorInfo.from_code("batch_task_invalid", item.message, details={"line": item.line})
     return {"id": item.id, "status": "failed", "text": None, "output": None, "error": info.to_dict(),
@@ -164,6 +180,9 @@ async def run_batch(
     plugins: Iterable[str] = (),
     lease_ttl: float = 30.0,
     progress: Progress | None = None,
+    max_cost_usd: float | None = None,
+    max_input_tokens: int | None = None,
+    max_output_tokens: int | None = None,
 ) -> BatchSummary:
     """Run every task of ``tasks_file`` not yet in ``out`` (see docs/scale.md).
     Raises :class:`BatchError` for a batch that cannot start."""
@@ -181,6 +200,10 @@ async def run_batch(
     work = Path(work_dir).expanduser().resolve() if work_dir else out_path.with_name(out_path.stem + ".batch")
     if concurrency < 1:
         raise BatchError(f"--concurrency must be at least 1, got {concurrency}")
+    for name, limit in (("--max-cost-usd", max_cost_usd), ("--max-input-tokens", max_input_tokens),
+                        ("--max-output-tokens", max_output_tokens)):
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0):
+            raise BatchError(f"{name} must be a positive number, got {limit!r}")
     engines = engine_classes()
     if engine not in engines:
         hint = " (pip install smoke-ray)" if engine == "ray" else ""
@@ -236,9 +259,15 @@ async def run_batch(
                         summary.failed += 1
                     usage = result.get("usage") or {}
                     summary.tokens += int(usage.get("total_tokens") or 0)
+                    summary.input_tokens += int(usage.get("input_tokens") or 0)
+                    summary.output_tokens += int(usage.get("output_tokens") or 0)
                     if result.get("cost_usd") is not None:
                         summary.cost_usd = (summary.cost_usd or 0.0) + float(result["cost_usd"])
                 show.task_done(result, summary)
+                summary.budget_exceeded = _batch_budget_spent(summary, max_cost_usd, max_input_tokens,
+                                                              max_output_tokens)
+                if summary.budget_exceeded:  # no more tasks start; the running ones stop (resumable)
+                    break
         except asyncio.CancelledError:
             summary.interrupted = True
             summary.duration_s = round(time.perf_counter() - t0, 3)

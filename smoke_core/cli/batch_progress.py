@@ -33,7 +33,10 @@ def _finished_line(summary: BatchSummary) -> str:
     head = "interrupted" if summary.interrupted else "done"
     text = (f"smoke batch {head}: {', '.join(parts)}; {summary.tokens:,} tokens, cost {_cost(summary.cost_usd)}, "
             f"{summary.duration_s:.1f} s. Results: {summary.out}")
-    if summary.interrupted or summary.lost:
+    if summary.budget_exceeded:
+        text += (f"\nThe batch's budget was spent: {summary.budget_exceeded}. The tasks that did not finish were "
+                 f"not run or were stopped; run the same command with a higher budget to do them.")
+    elif summary.interrupted or summary.lost:
         text += "\nRun the same command again to resume the unfinished tasks from their sessions."
     return text
 

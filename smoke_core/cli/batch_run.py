@@ -23,7 +23,8 @@ def batch_impl(*, tasks_file: str, out: str | None, engine: str, concurrency: in
                model: str | None, base_url: str | None, allow: tuple[str, ...], deny: tuple[str, ...],
                allow_all: bool, max_steps: int | None, in_place: bool, work_dir: str | None, batch_id: str | None,
                store_url: str | None, setup_timeout: float, plugins: tuple[str, ...], as_json: bool,
-               engine_options: dict[str, Any]) -> None:
+               engine_options: dict[str, Any], max_cost_usd: float | None = None,
+               max_input_tokens: int | None = None, max_output_tokens: int | None = None) -> None:
     from ..batch.main import BatchError, run_batch
 
     interactive = sys.stderr.isatty() and not as_json
@@ -34,7 +35,8 @@ def batch_impl(*, tasks_file: str, out: str | None, engine: str, concurrency: in
             tasks_file, out=out, engine=engine, engine_options=engine_options, concurrency=concurrency,
             work_dir=work_dir, batch_id=batch_id, store_url=store_url, provider=provider, model=model,
             base_url=base_url, allow=allow, deny=deny, allow_all=allow_all, max_steps=max_steps, in_place=in_place,
-            setup_timeout=setup_timeout, plugins=plugins, progress=progress,
+            setup_timeout=setup_timeout, plugins=plugins, progress=progress, max_cost_usd=max_cost_usd,
+            max_input_tokens=max_input_tokens, max_output_tokens=max_output_tokens,
         ))
         loop = asyncio.get_running_loop()
         try:

@@ -21,6 +21,7 @@ def register_commands(cli: click.Group) -> None:
 
     for command in (
         _commands.run_command, _commands.chat_command, _commands.demo_command, _commands.sessions_group,
+        _commands.rewind_command,
         _commands.plugins_command, _commands.providers_command, _commands.tools_command,
         _commands.trust_command, _commands.permissions_command, _commands.doctor_command,
         _commands.batch_command,

@@ -23,6 +23,7 @@ behind it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import os
 import signal
@@ -35,7 +36,8 @@ import click
 from ..run.slash import SlashCommand, collect_slash_commands
 from .describe import cli_words, esc
 from .render import TerminalUI, is_interactive
-from .run import EXIT_USAGE, AgentSetup, SetupError, check_key, open_session_store, prepare
+from .run import AgentSetup, SetupError, check_key, open_session_store, prepare
+from .run_io import EXIT_USAGE
 
 PROMPT = "\N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK} "
 #: what /compact asks the model (the conversation so far is the context)
@@ -112,7 +114,7 @@ class TerminalChat:
         self.console.print(esc(visible(str(text), space_run=0, keep_tabs=True)))
 
     def new_session(self) -> str:
-        from ..run.agent import new_session_id
+        from ..run.history import new_session_id
 
         session_id = new_session_id()
         agent = self._make_agent(session_id)
@@ -121,6 +123,11 @@ class TerminalChat:
         self._session_id = session_id
         self._created.add(session_id)
         return session_id
+
+    def switch_session(self, session_id: str) -> None:
+        """The agent went on in ``session_id`` (``/rewind``, ``/undo``): the chat follows it."""
+        self._session_id = session_id
+        self._created.add(session_id)
 
     def set_model(self, spec: str) -> None:
         try:
@@ -133,8 +140,8 @@ class TerminalChat:
 
     async def compact(self, instructions: str = "") -> None:
         from ..hooks.runner import HookRunner
-        from ..run.agent import new_session_id, repair_history
         from ..run.compaction import Compactor
+        from ..run.history import new_session_id, repair_history
         from ..run.run_hooks import compaction_allowed
 
         def warn(info: Any) -> None:
@@ -177,6 +184,10 @@ class TerminalChat:
     def _use(self, agent: Any, *, reason: str = "other") -> None:
         if self._agent is not None:
             self._retired.append((self._agent, reason))
+            mode = self._agent.permission_mode  # /clear, /model, /compact keep the mode the person chose
+            if isinstance(mode, str) and mode != agent.permission_mode:
+                with contextlib.suppress(ValueError):
+                    agent.set_permission_mode(mode)
         self._agent = agent
         self._refresh_commands()
 
@@ -295,9 +306,11 @@ class TerminalChat:
         c.print(f"[bold]smoke chat[/bold] · {esc(a.options.provider_name)} · {esc(a.provider.model)} · "
                 f"session {esc(self._session_id)}")
         c.print("[dim]/help lists the commands · Ctrl-C stops a turn · /exit or Ctrl-D leaves[/dim]")
+        if a.permission_mode == "plan":
+            c.print("[cyan]plan mode: only read-only tools run until you approve a plan (/plan off leaves it)[/cyan]")
         while not self._ended:
             try:
-                line = input(PROMPT)
+                line = input(("plan " if self._agent.permission_mode == "plan" else "") + PROMPT)
             except EOFError:
                 c.print()
                 break
@@ -396,17 +409,34 @@ async def read_terminal_line(prompt: str) -> str:
 
 
 def chat_impl(workspace: str, provider: str | None, model: str | None, base_url: str | None, session: str | None,
-              yes: bool, max_steps: int | None, no_stream: bool) -> None:
+              yes: bool, max_steps: int | None, no_stream: bool, plan: bool = False, continue_: bool = False,
+              resume: str | None = None, fork: str | None = None) -> None:
     """``smoke chat``."""
-    from ..run.agent import new_session_id
+    from ..run.history import new_session_id
+    from .run import fork_into
+    from .session_pick import PickerCancelled, SessionChoiceError, choose, remember_last
 
     try:
-        setup = prepare(workspace, provider, model, base_url, max_steps, yes, no_stream, interactive=is_interactive())
+        setup = prepare(workspace, provider, model, base_url, max_steps, yes, no_stream, interactive=is_interactive(),
+                        plan=plan)
     except SetupError as exc:
         click.echo(f"smoke: {exc}", err=True)
         sys.exit(EXIT_USAGE)
-    store = open_session_store(setup.ws, new_session=session is None)
-    session_id = session or new_session_id()
+    store = open_session_store(setup.ws, new_session=session is None and not continue_ and resume is None)
+    try:
+        chosen = choose(setup.ws, store, session=session, continue_=continue_, resume=resume, fork=fork,
+                        interactive=is_interactive())
+        session_id = chosen.session_id or new_session_id()
+        if chosen.fork_from is not None:
+            fork_into(store, chosen.fork_from, session_id)
+    except (SessionChoiceError, SetupError) as exc:
+        store.close()
+        click.echo(f"smoke: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    except PickerCancelled:
+        store.close()
+        click.echo("smoke: no session chosen; nothing ran", err=True)
+        sys.exit(130)
     chat = TerminalChat(setup, store, session_id, yes=yes)
     try:
         try:
@@ -424,6 +454,7 @@ def chat_impl(workspace: str, provider: str | None, model: str | None, base_url:
         store.close()
     last = chat.session_id
     if last in kept or last not in chat._created:
-        click.echo(f"session: {last} (continue with smoke chat --session {last})", err=True)
+        remember_last(setup.ws, last)
+        click.echo(f"session: {last} (continue with smoke chat --continue, or --session {last})", err=True)
     else:
         click.echo("session: none kept (the model never answered in it)", err=True)

@@ -16,12 +16,19 @@ def _agent_options(fn: Any) -> Any:
     for option in reversed((
         click.option("--workspace", "-w", default=".", type=click.Path(exists=True, file_okay=False),
                      help="Workspace folder (default: current directory)."),
-        click.option("--provider", "-p", default=None, help="Provider name (openai, anthropic, nvidia, ...; "
+        click.option("--provider", default=None, help="Provider name (openai, anthropic, nvidia, ollama, ...; "
                      "`smoke providers` lists them)."),
         click.option("--model", "-m", default=None, help="Model name, or provider:model."),
         click.option("--base-url", default=None, help="Base URL for OpenAI-compatible servers."),
         click.option("--session", "-s", "session", default=None, help="Continue (or start) the named session."),
+        click.option("--continue", "-c", "continue_", is_flag=True, help="Continue the last session of this folder."),
+        click.option("--resume", "-r", "resume", default=None, is_flag=False, flag_value="", metavar="[ID]",
+                     help="Resume session ID; without an id, pick one of the recent sessions (at a terminal)."),
+        click.option("--fork", "fork", default=None, metavar="ID",
+                     help="Start a new session from a copy of session ID's history (ID is left as it was)."),
         click.option("--yes", "-y", is_flag=True, help="Approve every call without asking."),
+        click.option("--plan", is_flag=True, help="Start in plan mode: only read-only tools run until you approve "
+                     "the agent's plan (then edits ask, or run if you choose to accept edits)."),
         click.option("--max-steps", type=int, default=None, help="Stop after this many steps."),
         click.option("--no-stream", "no_stream", is_flag=True,
                      help="Ask the provider for whole replies instead of a stream (also `stream: false`)."),
@@ -52,20 +59,28 @@ def _model_options(fn: Any) -> Any:
 @click.argument("task", required=False)
 @_agent_options
 @_model_options
+@click.option("--print", "-p", "print_answer", is_flag=True,
+              help="Write only the final answer to stdout, the transcript to stderr (automatic when stdout is not a "
+                   "terminal).")
+@click.option("--transcript", is_flag=True, help="Write the transcript to stdout even when it is not a terminal.")
 @click.option("--json", "as_json", is_flag=True, help="Write every event as one JSON line to stdout.")
 @click.option("--image", "images", multiple=True, type=click.Path(dir_okay=False),
               help="Attach an image (PNG, JPEG, GIF, WebP) to the task; repeat for several.")
 @click.option("--output-schema", type=click.Path(dir_okay=False), default=None,
               help="A JSON Schema file: the run must end with a result that validates, printed as JSON on stdout.")
 def run_command(**kwargs: Any) -> None:
-    """Run TASK with a model in the workspace (no TASK at a terminal: a chat)."""
+    """Run TASK with a model in the workspace (no TASK at a terminal: a chat).
+
+    TASK `-` (or none, with stdin piped) reads the task from stdin; with a
+    TASK, piped stdin is added to it as context."""
     from .run import run_impl, wants_chat
 
-    if wants_chat(kwargs["task"], kwargs["as_json"], kwargs["images"], kwargs["output_schema"]):
+    if wants_chat(kwargs["task"], kwargs["as_json"], kwargs["images"], kwargs["output_schema"],
+                  kwargs["print_answer"]):
         from .chat import chat_impl
 
         chat_impl(**{k: kwargs[k] for k in ("workspace", "provider", "model", "base_url", "session", "yes",
-                                            "max_steps", "no_stream")})
+                                            "max_steps", "no_stream", "plan", "continue_", "resume", "fork")})
         return
     run_impl(**kwargs)
 
@@ -109,10 +124,11 @@ def demo_command(**kwargs: object) -> None:
 @click.option("--workspace", "-w", default=".", type=click.Path(exists=True, file_okay=False))
 @click.pass_context
 def sessions_group(ctx: click.Context, workspace: str) -> None:
-    """List sessions kept in .smoke/sessions.db (or show one)."""
+    """List the sessions of the store this folder uses (.smoke/sessions.db,
+    SMOKE_STORE_URL or the store setting), or show one."""
     ctx.obj = Path(workspace).resolve()
     if ctx.invoked_subcommand is None:
-        from .run import sessions_list_impl
+        from .sessions import sessions_list_impl
 
         sessions_list_impl(ctx.obj)
 
@@ -122,7 +138,7 @@ def sessions_group(ctx: click.Context, workspace: str) -> None:
 @click.pass_obj
 def sessions_show(workspace: Path, session_id: str) -> None:
     """Print the transcript of SESSION_ID."""
-    from .run import sessions_show_impl
+    from .sessions import sessions_show_impl
 
     sessions_show_impl(workspace, session_id)
 
@@ -140,6 +156,26 @@ def sessions_doctor(workspace: Path, source: str | None, workspace_option: str |
     from .sessions import doctor_impl
 
     doctor_impl(Path(workspace_option).resolve() if workspace_option else workspace, source)
+
+
+@click.command("rewind")
+@click.argument("checkpoint", required=False, type=int)
+@click.option("--workspace", "-w", default=".", type=click.Path(exists=True, file_okay=False), help="Workspace folder.")
+@click.option("--session", "-s", default=None, help="The session whose checkpoints to use (default: the last one here).")
+@click.option("--diff", is_flag=True, help="Show what changed from CHECKPOINT to now; change nothing.")
+@click.option("--conversation", is_flag=True,
+              help="Also rewind the conversation: a new session holding it as it was then (the old one is kept).")
+@click.option("--undo", is_flag=True, help="Undo the last rewind (the state it saved first).")
+@click.option("--json", "as_json", is_flag=True, help="List the checkpoints as JSON.")
+def rewind_command(workspace: str, session: str | None, checkpoint: int | None, diff: bool, conversation: bool,
+                   undo: bool, as_json: bool) -> None:
+    """List the checkpoints of a session (no CHECKPOINT), or put the
+    workspace's files back as they were at CHECKPOINT — including what the
+    agent's commands changed. The state before is recorded first, so a
+    rewind can be undone (--undo)."""
+    from .rewind import rewind_impl
+
+    rewind_impl(workspace, session, checkpoint, diff, conversation, undo, as_json)
 
 
 @click.command("plugins")
@@ -283,6 +319,10 @@ class BatchCommand(click.Command):
 @click.option("--yes", "-y", "allow_all", is_flag=True,
               help="Allow every call a person would be asked about (deny rules still apply).")
 @click.option("--max-steps", type=int, default=None, help="Step limit for tasks that do not set max_steps.")
+@click.option("--max-cost-usd", type=float, default=None,
+              help="Budget of the whole batch in US dollars: once spent, no more tasks run (resume with a higher one).")
+@click.option("--max-input-tokens", type=int, default=None, help="Input-token budget of the whole batch.")
+@click.option("--max-output-tokens", type=int, default=None, help="Output-token budget of the whole batch.")
 @click.option("--in-place", is_flag=True, help="Run each task in its workspace itself, not in a copy.")
 @click.option("--work-dir", default=None, type=click.Path(file_okay=False),
               help="Where task copies and the default session database go (default: OUT with .batch).")

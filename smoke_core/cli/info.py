@@ -245,6 +245,8 @@ def _remove_listing_traces(harness: Any, run_ids: list[str], existed: set[Any]) 
     for folder in (harness / "runs", harness):
         if folder not in existed:
             try:
+                if folder == harness and [p.name for p in folder.iterdir()] == [".gitignore"]:
+                    (folder / ".gitignore").unlink()  # written when the folder was made for this look
                 folder.rmdir()
             except OSError:  # not empty (something else wrote there) or gone
                 pass

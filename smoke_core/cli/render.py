@@ -55,7 +55,7 @@ class TerminalUI:
     """
 
     def __init__(self, agent: Any, *, approve: str, label: str | None = None, stderr: bool = False,
-                 yes: bool = False, chat: bool = False, reader: Any = None) -> None:
+                 yes: bool = False, chat: bool = False, reader: Any = None, show_text: bool = True) -> None:
         from rich.console import Console
 
         self.agent = agent
@@ -63,6 +63,7 @@ class TerminalUI:
         self.yes = yes
         self.chat = chat
         self._reader = reader
+        self.show_text = show_text  # False: the answer is printed elsewhere (``--print`` at a terminal)
         self._out = sys.stderr if stderr else sys.stdout
         self._remember_scope: str | None = None
         self.console = Console(highlight=False, soft_wrap=True, stderr=stderr)
@@ -115,6 +116,7 @@ class TerminalUI:
             c.print(head)
             c.print(f"[dim]task:[/dim] {show(d.get('task'))}")
         elif t == "step.started":
+            self._streamed = []  # what this step streams; the final answer is the last step's text
             self._spin(f"thinking… (step {d['step']}, phase {self._phase})")
         elif t == "model.progress":  # a local model reads the prompt, or writes a tool call's arguments
             if d.get("kind") == "prompt" and d.get("total"):
@@ -124,8 +126,10 @@ class TerminalUI:
                            f"{d['done']:,} characters")
         elif t == "text.delta":
             self._stop_spin()
-            c.print(plain(d["text"]), end="", markup=False)
             self._streamed.append(d["text"])
+            if not self.show_text:
+                return
+            c.print(plain(d["text"]), end="", markup=False)
             self._inline = True
         elif t == "text.thought":
             self._stop_spin()
@@ -145,8 +149,10 @@ class TerminalUI:
             c.print(f"[dim]context compacted: {d['messages_before']} → {d['messages_after']} messages[/dim]")
         elif t in ("run.completed", "run.failed", "run.interrupted"):
             self._run_ended(t, d)
-        elif t in ("permission.required", "ask_user.required"):
+        elif t in ("permission.required", "ask_user.required", "plan.required"):
             self._pause(t, d, "")
+        elif t == "permission.mode_changed":
+            c.print(f"[cyan]── permission mode: {esc(d.get('mode'))}[/cyan]")
         else:
             self._card(t, d, "", 0)
 
@@ -225,6 +231,8 @@ class TerminalUI:
             self.console.print(f"{pad}[dim](asked by the subagent)[/dim]")
         if t == "permission.required":
             self._spawn(self._ask_permission(d))
+        elif t == "plan.required":
+            self._spawn(self._ask_plan(d))
         else:
             self._spawn(self._ask_question(d))
 
@@ -238,7 +246,7 @@ class TerminalUI:
             c.print(f"\n[bold green]✔ completed[/bold green] · {summary}" if not self.chat
                     else f"[dim]· {summary}[/dim]")
             text = d.get("text")
-            if text and str(text).strip() != "".join(self._streamed).strip():
+            if text and self.show_text and str(text).strip() != "".join(self._streamed).strip():
                 c.print(show(text))
         elif t == "run.failed":
             err = d.get("error") or {}
@@ -330,6 +338,47 @@ class TerminalUI:
         self.agent.resolve_permission(call_id, answer)
         c.print(f"  [dim]→ {answer}[/dim]")
 
+    async def _ask_plan(self, d: dict[str, Any]) -> None:
+        """``plan.required``: the plan, then approve (in the mode the person picks), edit or reject."""
+        call_id = d["tool_call_id"]
+        c = self.console
+        if self.approve != "ask":
+            c.print("[yellow]? the agent presents a plan, and no terminal is attached to approve it: rejected[/yellow]")
+            self.agent.resolve_plan(call_id, "reject", text="nobody is at the terminal to approve a plan; end your "
+                                                            "turn with the plan as your final answer")
+            return
+        from rich.markdown import Markdown
+        from rich.panel import Panel
+
+        async with self._lock:
+            done = int(d.get("rejections") or 0)
+            note = f" · rejected {done} of {d.get('max_rejections')} times" if done else ""
+            c.print(Panel(Markdown(visible(str(d.get("plan") or ""), keep_tabs=True)),
+                          title=f"[bold cyan]plan to approve[/bold cyan]{note}", title_align="left"))
+            choices = {"y": "approve", "Y": "approve", "a": "accept", "A": "accept", "e": "edit", "E": "edit",
+                       "n": "reject", "N": "reject"}
+            answer = ""
+            while answer not in choices:
+                answer = (await self._read("  approve [y] / approve and accept edits [a] / edit the plan [e] / "
+                                           "reject [n] ")).strip()[:1]
+            choice = choices[answer]
+            if choice == "reject":
+                words = await self._read("  what should change? ")
+                self.agent.resolve_plan(call_id, "reject", text=words.strip())
+                c.print("  [dim]→ rejected; the agent keeps planning[/dim]")
+                return
+            text = None
+            if choice == "edit":
+                text = await in_daemon_thread(_edit_text, str(d.get("plan") or ""))
+                if not text or not text.strip():
+                    c.print("  [dim]nothing was saved in the editor: the plan stays as it was[/dim]")
+                    text = None
+                choice = await self._choose("  then ask before each change [y] or accept edits [a]? ",
+                                            {"y": "approve", "Y": "approve", "a": "accept", "A": "accept"}, "approve")
+            mode = "accept-edits" if choice == "accept" else "ask-default"
+        self.agent.resolve_plan(call_id, "edit" if text else "approve", mode=mode, text=text)
+        c.print(f"  [dim]→ approved{' as edited' if text else ''}; permission mode {mode}[/dim]")
+
     async def _remember_where(self) -> str:
         """Where "always" rules go: asked once per run. An untrusted folder's
         own settings files are not read, so its rules go to the user settings."""
@@ -376,3 +425,14 @@ class TerminalUI:
             if text.strip().isdigit() and options and 1 <= int(text) <= len(options):
                 text = str(options[int(text) - 1])
         self.agent.respond(call_id, text)
+
+
+def _edit_text(text: str) -> str | None:
+    """``text`` in the person's editor ($VISUAL / $EDITOR); the result, or None when nothing was saved."""
+    import click
+
+    try:
+        return click.edit(text, extension=".md", require_save=True)
+    except click.ClickException as exc:  # no editor could be started
+        print(f"  the editor could not start ({exc.message}); set $EDITOR", file=sys.stderr)
+        return None

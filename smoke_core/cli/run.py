@@ -2,7 +2,8 @@
 commands themselves are in :mod:`~smoke_core.cli.commands`, which imports nothing heavy; the
 terminal rendering is in :mod:`~smoke_core.cli.render`).
 
-Exit status: 0 completed, 1 failed, 2 usage error, 130 interrupted.
+Exit status: the table in :mod:`~smoke_core.cli.run_io` (0 completed, 1
+failed, 2 usage error, 3 step limit, 130 interrupted, 141 stdout closed).
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ import json
 import os
 import signal
 import sys
-import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -22,8 +22,8 @@ from ..base.display import visible
 from .describe import cli_words, esc
 from .prompts import prompt_choice
 from .render import TerminalUI, is_interactive
+from .run_io import EXIT_PIPE, EXIT_USAGE, PipeGuard, exit_status
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 #: ``smoke run``'s flags for the model call (settings keys of the same names)
 MODEL_FLAGS = ("tool_calls", "context_window", "max_tokens", "temperature", "top_p", "seed")
 
@@ -32,10 +32,13 @@ MODEL_FLAGS = ("tool_calls", "context_window", "max_tokens", "temperature", "top
 
 
 def _run_agent(agent: Any, task: Any, *, as_json: bool, approve: str, label: str | None = None,
-               yes: bool = False, output: Any = None) -> tuple[int, Any]:
+               yes: bool = False, output: Any = None, answer_only: bool = False) -> tuple[int, Any]:
     """Run ``task`` with rendering or JSON lines; the exit status and the
-    :class:`RunResult`. With ``output`` (an output type) the rendering goes to
-    stderr: stdout is for the validated result."""
+    :class:`RunResult`. With ``output`` (an output type) or ``answer_only``
+    (``--print``) the rendering goes to stderr: stdout is for the answer. A
+    closed stdout aborts the run quietly (exit status 141)."""
+    # abort after the event that found the pipe closed, not inside it (the run's own task is emitting)
+    guard = PipeGuard(lambda: asyncio.get_running_loop().call_soon(agent.abort))
 
     async def main() -> Any:
         loop = asyncio.get_running_loop()
@@ -50,14 +53,18 @@ def _run_agent(agent: Any, task: Any, *, as_json: bool, approve: str, label: str
                 out.write(json.dumps(event.to_dict(), ensure_ascii=False, default=str) + "\n")
                 out.flush()
 
-            agent.on_any(write)
+            agent.on_any(guard.wrap(write))
             if approve != "ask":
                 ui = TerminalUI(agent, approve=approve, stderr=True, yes=yes)
                 agent.on("permission.required", lambda e: ui._spawn(ui._ask_permission(e.data)))
                 agent.on("ask_user.required", lambda e: ui._spawn(ui._ask_question(e.data)))
+                agent.on("plan.required", lambda e: ui._spawn(ui._ask_plan(e.data)))
         else:
-            ui = TerminalUI(agent, approve=approve, label=label, yes=yes, stderr=output is not None)
-            agent.on_any(ui.handle)
+            to_stderr = output is not None or answer_only
+            # --print at a terminal: the answer is shown once, on stdout, not streamed on stderr too
+            ui = TerminalUI(agent, approve=approve, label=label, yes=yes, stderr=to_stderr,
+                            show_text=not (answer_only and sys.stdout.isatty()))
+            agent.on_any(guard.wrap(ui.handle))
         try:
             return await agent.run(task, output_type=output)
         finally:
@@ -68,7 +75,7 @@ def _run_agent(agent: Any, task: Any, *, as_json: bool, approve: str, label: str
             await agent.aclose()
 
     result = asyncio.run(main())
-    return {"completed": EXIT_OK, "failed": EXIT_FAILED, "interrupted": EXIT_INTERRUPTED}[result.status], result
+    return (EXIT_PIPE if guard.closed else exit_status(result)), result
 
 
 def _approve_mode(as_json: bool) -> str:
@@ -80,7 +87,7 @@ def _approve_mode(as_json: bool) -> str:
     return "ask" if is_interactive() else "deny"
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     """One message and exit status 2: a person's mistake never ends in a traceback."""
     click.echo(f"smoke: {message}", err=True)
     sys.exit(EXIT_USAGE)
@@ -119,7 +126,7 @@ class AgentSetup:
         try:
             return create_agent(
                 self.ws, provider=provider, model=chosen_model, base_url=base_url, store=store,
-                session_id=session_id, max_steps=self.flags.get("max_steps"),
+                session_id=session_id, max_steps=self.flags.get("max_steps"), permission=self.flags.get("permission"),
                 auto_approve=self.flags.get("auto_approve"), trust_workspace=self.resolved.trusted,
                 model_settings=None if self.stream else {"stream": False},
                 **{k: self.flags[k] for k in MODEL_FLAGS if k in self.flags},
@@ -140,12 +147,17 @@ class AgentSetup:
         return self.provider, spec, self.base_url
 
 
+#: how to run without a key: a model on this machine (the no-key messages end with it)
+LOCAL_LINE = ("A local model needs no key: smoke run --provider ollama -m MODEL \"...\" "
+              "(or --provider llamacpp / vllm, or --base-url http://127.0.0.1:8080/v1).")
+
+
 class SetupError(Exception):
     """A person's mistake found while setting up a run (one message, exit 2)."""
 
 
 def prepare(workspace: str, provider: str | None, model: str | None, base_url: str | None,
-            max_steps: int | None, yes: bool, no_stream: bool, *, interactive: bool,
+            max_steps: int | None, yes: bool, no_stream: bool, *, interactive: bool, plan: bool = False,
             model_flags: dict[str, Any] | None = None) -> AgentSetup:
     """Resolve settings, provider and model for ``smoke run`` / ``smoke chat``;
     a mistake is :class:`SetupError` worded for the command line."""
@@ -159,7 +171,7 @@ def prepare(workspace: str, provider: str | None, model: str | None, base_url: s
     ws = Path(workspace).resolve()
     flags: dict[str, Any] = {"provider": provider, "model": model, "base_url": base_url, "max_steps": max_steps,
                              "auto_approve": True if yes else None, "stream": False if no_stream else None,
-                             **(model_flags or {})}
+                             "permission": "plan" if plan else None, **(model_flags or {})}
     flags = {k: v for k, v in flags.items() if v is not None}
     try:
         pm = create_plugin_manager()
@@ -182,7 +194,7 @@ def prepare(workspace: str, provider: str | None, model: str | None, base_url: s
             chosen, env_var = found
             note = f"using provider {chosen} (found {env_var})"
     except NoProviderError as exc:
-        raise SetupError(f"{exc}\n  To try Smoke without a key, run: smoke demo") from None
+        raise SetupError(f"{exc}\n  {LOCAL_LINE}\n  To try Smoke without a key, run: smoke demo") from None
     except ConfigError as exc:
         raise SetupError(cli_words(exc)) from None
     stream = resolved.values.get("stream") is not False
@@ -202,7 +214,7 @@ def check_key(agent: Any) -> str | None:
         return None
     return (f"no API key for {getattr(provider, 'name', 'the provider')}: {env_var} is not set. "
             f"Set it (export {env_var}=...), or choose another provider with --provider "
-            f"(`smoke providers` lists them and their key variables).")
+            f"(`smoke providers` lists them and their key variables). {LOCAL_LINE}")
 
 
 def output_type_from_schema(path: str) -> Any:
@@ -252,61 +264,115 @@ def output_type_from_schema(path: str) -> Any:
     return NewType(safe, Annotated[Any, WithJsonSchema(tool_schema), AfterValidator(check)])
 
 
-def wants_chat(task: str | None, as_json: bool, images: tuple[str, ...], output_schema: str | None) -> bool:
-    """No TASK: ``smoke run`` at a terminal is ``smoke chat``; anywhere else it is a mistake (exit 2)."""
-    if task is not None:
+def wants_chat(task: str | None, as_json: bool, images: tuple[str, ...], output_schema: str | None,
+               print_answer: bool = False) -> bool:
+    """No TASK (and nothing piped in): ``smoke run`` at a terminal is ``smoke
+    chat``; anywhere else it is a mistake (exit 2)."""
+    from .run_io import stdin_is_piped
+
+    if task is not None or stdin_is_piped():
         return False
-    if as_json or images or output_schema or not is_interactive():
-        _fail('TASK is missing: say what the agent should do, e.g. smoke run "fix the failing test" '
-              '(or run `smoke chat` at a terminal)')
+    if as_json or images or output_schema or print_answer or not is_interactive():
+        _fail('TASK is missing: say what the agent should do, e.g. smoke run "fix the failing test", or pipe it '
+              'in (echo "..." | smoke run); `smoke chat` at a terminal')
     return True
 
 
-def run_impl(task: str, workspace: str, provider: str | None, model: str | None, base_url: str | None,
+def run_impl(task: str | None, workspace: str, provider: str | None, model: str | None, base_url: str | None,
              session: str | None, yes: bool, as_json: bool, max_steps: int | None, no_stream: bool = False,
-             images: tuple[str, ...] = (), output_schema: str | None = None, **model_flags: Any) -> None:
+             images: tuple[str, ...] = (), output_schema: str | None = None, plan: bool = False,
+             print_answer: bool = False,
+             transcript: bool = False, continue_: bool = False, resume: str | None = None,
+             fork: str | None = None, **model_flags: Any) -> None:
     """Run TASK with a model in the workspace (no TASK at a terminal: ``smoke chat``)."""
-    from ..run.agent import new_session_id
+    from ..run.history import new_session_id
+    from .run_io import StdinError, estimated_tokens, stdin_is_piped, task_with_stdin, write_answer
+    from .session_pick import PickerCancelled, SessionChoiceError, choose, remember_last
 
+    try:
+        task = task_with_stdin(task, piped=stdin_is_piped())
+    except StdinError as exc:
+        _fail(str(exc))
+    if task is None:
+        _fail('TASK is missing (stdin was empty): say what the agent should do, e.g. smoke run "fix the failing '
+              'test", or pipe it in; `smoke chat` at a terminal')
     if not task.strip():
         _fail('TASK is empty: say what the agent should do, e.g. smoke run "fix the failing test"')
+    # answer only: --print, or stdout is not a terminal (a pipe, a file) unless --transcript or --json
+    answer_only = not as_json and (print_answer or (not transcript and not sys.stdout.isatty()))
     try:
         unknown = set(model_flags) - set(MODEL_FLAGS)
         if unknown:
             raise TypeError(f"run_impl() got unexpected keyword arguments {sorted(unknown)}")
         setup = prepare(workspace, provider, model, base_url, max_steps, yes, no_stream,
-                        interactive=not as_json and is_interactive(), model_flags=model_flags)
+                        interactive=not as_json and is_interactive(), plan=plan, model_flags=model_flags)
         parts: list[Any] = [task, *_load_images(images)]
         output = output_type_from_schema(output_schema) if output_schema else None
     except SetupError as exc:
         _fail(str(exc))
-    store = open_session_store(setup.ws, new_session=session is None)
-    session_id = session or new_session_id()
+    fresh = session is None and not continue_ and resume is None
+    store = open_session_store(setup.ws, new_session=fresh)
     try:
+        chosen = choose(setup.ws, store, session=session, continue_=continue_, resume=resume, fork=fork,
+                        interactive=not as_json and is_interactive())
+        session_id = chosen.session_id or new_session_id()
+        if chosen.fork_from is not None:
+            fork_into(store, chosen.fork_from, session_id)
         agent = setup.create(store, session_id)
         problem = check_key(agent)
         if problem:
             raise SetupError(problem)
-    except SetupError as exc:
+        if estimated_tokens(task) > agent.context_window:
+            raise SetupError(f"the task is about {estimated_tokens(task):,} tokens, more than the model's context "
+                             f"window ({agent.context_window:,}); give the agent a file path instead")
+    except (SetupError, SessionChoiceError) as exc:
         store.close()
         _fail(str(exc))
+    except PickerCancelled:
+        store.close()
+        click.echo("smoke: no session chosen; nothing ran", err=True)
+        sys.exit(130)
     if setup.note and not as_json:
         click.echo(f"smoke: {setup.note}", err=True)
-    existed = bool(store.load(session_id))
+    existed = bool(store.load(session_id)) if chosen.session_id or chosen.fork_from else False
     try:
         code, result = _run_agent(agent, parts if len(parts) > 1 else task, as_json=as_json,
-                                  approve=_approve_mode(as_json), yes=yes, output=output)
-        kept = existed or keep_session(store, session_id)
+                                  approve=_approve_mode(as_json), yes=yes, output=output, answer_only=answer_only)
+        kept = existed or keep_session(store, agent.session_id)
     finally:
         store.close()
-    if output is not None and result.status == "completed" and not as_json:
-        click.echo(json.dumps(_jsonable(result.output), ensure_ascii=False, indent=2))
+    if kept:
+        remember_last(setup.ws, agent.session_id)
+    answer = None
+    if code != EXIT_PIPE and not as_json and result.status == "completed":
+        if output is not None:
+            answer = json.dumps(_jsonable(result.output), ensure_ascii=False, indent=2)
+        elif answer_only and result.text:
+            answer = result.text
+    if answer is not None and not write_answer(answer):
+        code = EXIT_PIPE
     if not as_json:
         if kept:
-            click.echo(f"session: {agent.session_id} (continue with --session {agent.session_id})", err=True)
+            click.echo(f"session: {agent.session_id} (continue with --continue or --session {agent.session_id})",
+                       err=True)
         else:
             click.echo("session: none kept (the run ended before the model answered)", err=True)
     sys.exit(code)
+
+
+def fork_into(store: Any, source: str, target: str) -> None:
+    """``--fork SOURCE``: copy its history into the new session ``target``, or :class:`SetupError`."""
+    from ..store.fork import UnknownSession, fork_session
+    from ..store.lease import SessionBusy
+
+    try:
+        count = asyncio.run(fork_session(store, source, target))
+    except SessionBusy as busy:
+        raise SetupError(f"--fork {source}: {busy.info.message.replace('this run did not start', 'nothing was copied')}"
+                         f"; fork it when that run has ended") from None
+    except (UnknownSession, ValueError) as exc:
+        raise SetupError(f"--fork {source}: {exc}") from None
+    click.echo(f"smoke: forked {source} ({count} messages) into the new session {target}", err=True)
 
 
 def keep_session(store: Any, session_id: str) -> bool:
@@ -425,48 +491,3 @@ def _real_demo(workspace: str | None, auto: bool) -> tuple[Any, Path, str, Any]:
         raise
     return agent, project, real_demo_label(found.name, server.base_url or "?", found.source), server
 
-
-def sessions_list_impl(workspace: Path) -> None:
-    db = workspace / ".smoke" / "sessions.db"
-    if not db.exists():
-        click.echo(f"no sessions yet in {db}")
-        return
-    store = open_session_store(workspace)
-    try:
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table(title=f"Sessions in {db}")
-        for col in ("session", "messages", "updated", "title"):
-            table.add_column(col)
-        for info in store.list_sessions():
-            table.add_row(info.session_id, str(info.message_count),
-                          time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated_at)), (info.title or "")[:60])
-        Console().print(table)
-    finally:
-        store.close()
-
-
-def sessions_show_impl(workspace: Path, session_id: str) -> None:
-    """Print the transcript of SESSION_ID."""
-    store = open_session_store(workspace)
-    try:
-        messages = store.load(session_id)
-    finally:
-        store.close()
-    if not messages:
-        click.echo(f"no session {session_id!r} in {workspace / '.smoke' / 'sessions.db'}; `smoke sessions` lists them", err=True)
-        sys.exit(EXIT_USAGE)
-    for m in messages:
-        for b in m["content"]:
-            kind = b.get("type")
-            if kind == "text":
-                click.echo(f"[{m['role']}] {b['text']}")
-            elif kind == "thinking":
-                click.echo(f"[{m['role']} thinking] {b.get('text', '')}")
-            elif kind == "tool_call":
-                click.echo(f"[{m['role']} → {b['name']}] {json.dumps(b.get('input', {}), ensure_ascii=False)}")
-            elif kind == "tool_result":
-                text = " ".join(c.get("text", "") for c in b.get("content", []) if c.get("type") == "text")
-                flag = " (error)" if b.get("is_error") else ""
-                click.echo(f"[result{flag}] {text[:500]}")

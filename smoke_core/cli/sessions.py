@@ -1,5 +1,8 @@
-"""The session database from the command line: opening it with clear errors
-(``smoke run``, ``smoke sessions``) and ``smoke sessions doctor``."""
+"""The session store from the command line: opening it with clear errors
+(``smoke run``, ``smoke sessions``), ``smoke sessions`` / ``show`` over
+whatever store the settings name (the folder's SQLite file,
+``SMOKE_STORE_URL``, the ``store`` setting: PostgreSQL, a plugin's), and
+``smoke sessions doctor``."""
 
 from __future__ import annotations
 
@@ -14,6 +17,13 @@ EXIT_USAGE = 2
 
 def sessions_db(workspace: Path) -> Path:
     return workspace / ".smoke" / "sessions.db"
+
+
+def configured_store_url(workspace: Path) -> str | None:
+    """``SMOKE_STORE_URL``, else the ``store`` setting, else None (the folder's SQLite file)."""
+    from ..store.url import store_url_from_env
+
+    return store_url_from_env() or _settings_store(workspace)
 
 
 def open_cli_store(workspace: Path, *, new_session: bool = False) -> Any:
@@ -101,3 +111,65 @@ def _report(report: Any, *, kept: Path) -> None:
     for problem in report.problems[:5]:
         click.echo(f"  note: {problem}")
     click.echo(f"The damaged file is kept at {kept}; delete it when you no longer need it.")
+
+
+def sessions_list_impl(workspace: Path) -> None:
+    """``smoke sessions``: the sessions of the store this folder uses, the store named in the title."""
+    import time
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from .describe import esc
+    from .session_pick import session_rows, store_title
+
+    if configured_store_url(workspace) is None and not sessions_db(workspace).exists():
+        click.echo(f"no sessions yet in {sessions_db(workspace)}")
+        return
+    store = open_cli_store(workspace)
+    try:
+        title = store_title(workspace, store)
+        rows = session_rows(store, limit=10_000)
+    finally:
+        store.close()
+    if not rows:
+        click.echo(f"no sessions yet in {title}")
+        return
+    table = Table(title=f"Sessions in {esc(title)}")
+    for col in ("session", "messages", "updated", "status", "title"):
+        table.add_column(col)
+    for row in rows:
+        table.add_row(esc(row.session_id), str(row.messages),
+                      time.strftime("%Y-%m-%d %H:%M", time.localtime(row.updated_at)), row.status,
+                      esc(" ".join(row.first_task.split())[:60]))
+    Console().print(table)
+
+
+def sessions_show_impl(workspace: Path, session_id: str) -> None:
+    """Print the transcript of SESSION_ID."""
+    import json
+
+    from .session_pick import store_title
+
+    store = open_cli_store(workspace)
+    try:
+        messages = store.load(session_id)
+        title = store_title(workspace, store)
+    finally:
+        store.close()
+    if not messages:
+        click.echo(f"no session {session_id!r} in {title}; `smoke sessions` lists them", err=True)
+        sys.exit(EXIT_USAGE)
+    for m in messages:
+        for b in m["content"]:
+            kind = b.get("type")
+            if kind == "text":
+                click.echo(f"[{m['role']}] {b['text']}")
+            elif kind == "thinking":
+                click.echo(f"[{m['role']} thinking] {b.get('text', '')}")
+            elif kind == "tool_call":
+                click.echo(f"[{m['role']} → {b['name']}] {json.dumps(b.get('input', {}), ensure_ascii=False)}")
+            elif kind == "tool_result":
+                text = " ".join(c.get("text", "") for c in b.get("content", []) if c.get("type") == "text")
+                flag = " (error)" if b.get("is_error") else ""
+                click.echo(f"[result{flag}] {text[:500]}")

@@ -51,6 +51,8 @@ class RunView(Protocol):
     cancelled: asyncio.Event
     #: the run that started this one as a subagent (the ``task`` tool); None for a top-level run
     parent: RunView | None
+    #: a subagent's definition name (the ``task`` tool's agent type), else None
+    agent_name: str | None
     #: ``emit(type, data)`` sends an event of this run to its listeners (``--json``, the web UI)
     emit: Callable[[str, dict[str, Any]], None]
 

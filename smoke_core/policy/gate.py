@@ -1,8 +1,9 @@
 """The permission gate: who may run what without asking a person.
 
 Rules (:mod:`smoke_core.policy.rules`) decide first — managed deny > any deny
-> ask > allow — then the mode (``ask-default``, ``allow-all``, ``deny-all`` or
-a callable); secret-looking paths escalate to ask. A command tool's call is
+> ask > allow — then the mode (``ask-default``, ``accept-edits``, ``plan``,
+``allow-all``, ``deny-all`` or a callable); secret-looking paths escalate to
+ask. In ``plan`` mode nothing but a read-only tool runs, whatever the rules. A command tool's call is
 decided on the parse of its command (:mod:`.command_rules`); a write to a
 control file (:mod:`.control_files`) is never allowed without a person or an
 exact rule. A request that asks waits for a person's answer through the
@@ -48,8 +49,11 @@ class PermissionGate:
     """Decides allow / deny / ask for each request.
 
     ``mode`` is ``"ask-default"`` (read-only auto-allowed, the rest asks),
-    ``"allow-all"``, ``"deny-all"`` (read-only tools run, everything else is
-    denied without asking: a read-only agent), or a callable ``(request) -> "allow" |
+    ``"accept-edits"`` (file edits inside the workspace allowed too, commands
+    and the rest ask), ``"plan"`` (read-only tools run, every other tool call is
+    refused whatever the rules say, until a person approves a plan:
+    :mod:`smoke_core.run.plan`), ``"allow-all"``, ``"deny-all"`` (read-only
+    tools run, everything else is denied without asking: a read-only agent), or a callable ``(request) -> "allow" |
     "deny" | "ask" | None`` (sync or async; None falls back to
     ``ask-default``). ``auto_approve=True`` turns every *ask* of the mode into
     *allow* (an *ask* rule still asks).
@@ -243,6 +247,16 @@ class PermissionGate:
                 best = rule
         return best
 
+    def rule_for_value(self, tool_name: str, value: str) -> PermissionRule | None:
+        """The rule that decides a call of ``tool_name`` whose rule value
+        (``permission_key`` argument) is ``value``, or None -- for a tool that meets a
+        new value mid-call (``AgentOptions.match_rule``: web_fetch's redirects)."""
+        tool = self._tools(tool_name) if self._tools is not None else None
+        kind = getattr(tool, "kind", None)
+        request = PermissionRequest(tool_call_id="", kind="tool", tool_name=tool_name, tool_kind=kind,
+                                    permission_value=value)
+        return self.matching_rule(request)
+
     def _command_verdict(self, request: PermissionRequest) -> Verdict:
         from .command_rules import decide_command
 
@@ -347,6 +361,9 @@ class PermissionGate:
 
     async def _decide(self, request: PermissionRequest) -> tuple[Decision, bool]:
         """``(decision, by_rule)``: by_rule is an ask no ``auto_approve`` answers."""
+        if self.mode == "plan" and request.kind == "tool" and not request.read_only:
+            request.reason = PLAN_REFUSAL  # before any rule: in plan mode nothing changes, allowed or not
+            return "deny", True
         command = self.is_command(request)
         guard: str | None = None  # why this call may not be allowed without a person
         exact = False  # an exact allow rule decided (it may cover a secret path or a control file)
@@ -418,9 +435,27 @@ class PermissionGate:
         elif self.mode == "deny-all":
             # a read-only agent: looking around is allowed, changing anything is not
             decision = "allow" if request.kind == "tool" and request.read_only else "deny"
+        elif self.mode == "accept-edits" and self._edits_inside(request, secret):
+            decision = "allow"  # a control file still asks (the guard in _decide)
         if decision is None:
             decision = self._default(request, secret)
         return decision  # type: ignore[no-any-return]
+
+    def _edits_inside(self, request: PermissionRequest, secret: str | None) -> bool:
+        """True for a file edit (``kind="edit"``) whose every path is inside the workspace, as
+        written and with symlinks resolved, and none secret-looking (what ``accept-edits`` allows)."""
+        if request.kind != "tool" or request.tool_kind != "edit" or secret or self.workspace is None:
+            return False
+        values = [v for v in (request.permission_value, *paths_in(request.input)) if v]
+        if values:
+            return all(None not in path_forms(v, self.workspace).relative for v in values)
+        # no path the gate can see (a patch names its files inside its text): a secret-looking word still asks
+        for value in request.input.values():
+            if isinstance(value, str):
+                for token in value.replace(":", " ").split():
+                    if looks_secret(token) or looks_secret(os.path.normpath(token)):
+                        return False
+        return True
 
     def _auto(self, request: PermissionRequest) -> Decision:
         return "allow" if self.auto_approve else "ask"
@@ -433,6 +468,11 @@ class PermissionGate:
             return "allow"
         return "ask"
 
+
+#: why plan mode refuses a call (the model reads it as the denial's reason)
+PLAN_REFUSAL = ("plan mode is on: only read-only tools run until the person approves your plan; explore with "
+                "read-only tools, then call exit_plan_mode with the plan (when that tool is not offered, end your "
+                "turn with the plan as your answer)")
 
 #: wrappers an allow rule never needs (the parse looks through them to what they run)
 _LOOKED_THROUGH = frozenset(("env", "command", "builtin", "exec", "time", "nice", "nohup", "timeout", "stdbuf",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,32 @@ class Guards:
     stop_continuations: int = 8
 
 
+@dataclass(slots=True, frozen=True)
+class Budget:
+    """A run's spending limits (settings ``max_cost_usd``, ``max_input_tokens``,
+    ``max_output_tokens``); None = no limit. Checked before each model call
+    (with the request's estimate) and after it; a run that would pass one
+    stops with ``run_budget_exceeded``."""
+
+    max_cost_usd: float | None = None
+    max_input_tokens: int | None = None
+    max_output_tokens: int | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.max_cost_usd is not None or self.max_input_tokens is not None or self.max_output_tokens is not None
+
+    def describe(self) -> str:
+        parts = []
+        if self.max_cost_usd is not None:
+            parts.append(f"max_cost_usd ${self.max_cost_usd:g}")
+        if self.max_input_tokens is not None:
+            parts.append(f"max_input_tokens {self.max_input_tokens:,}")
+        if self.max_output_tokens is not None:
+            parts.append(f"max_output_tokens {self.max_output_tokens:,}")
+        return ", ".join(parts) or "no budget"
+
+
 @dataclass(slots=True)
 class AgentOptions:
     workspace: Workspace
@@ -49,6 +76,16 @@ class AgentOptions:
     #: keyword arguments of ``create_agent`` that core does not use itself
     #: (``mcp_servers``, ``skills_dir``, ...), for plugins to read.
     extra: dict[str, Any] = field(default_factory=dict)
+    #: ``match_rule(tool_name, value)``: the permission rule that decides a call of
+    #: that tool whose rule value is ``value`` (a ``PermissionRule``, or None when no
+    #: rule does) -- for a tool that meets a new value during a call (web_fetch's
+    #: redirects to another host). None when the agent has no permission gate.
+    match_rule: Callable[[str, str], Any] | None = None
+    #: the run's spending limits (``max_cost_usd``, ``max_input_tokens``, ``max_output_tokens``)
+    budget: Budget = field(default_factory=Budget)
+    #: ``fallback_models`` as ``(label, provider)`` pairs, in order: they take a request the
+    #: model could not answer (overloaded, unavailable, a 5xx after its retries)
+    fallbacks: tuple[tuple[str, Any], ...] = ()
 
     def get(self, name: str, default: Any = None) -> Any:
         """An extra option by name (``options.get("mcp_servers")``)."""

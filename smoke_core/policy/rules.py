@@ -14,14 +14,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from .domains import URL_KEYS, domain_matches, domain_rule_pattern
+
 if TYPE_CHECKING:
     from .commands.model import CommandParse
 
 Decision = Literal["allow", "deny", "ask"]
 RuleAction = Literal["allow", "ask", "deny"]
-PERMISSION_MODES = ("ask-default", "allow-all", "deny-all")
-#: Modes from the tightest to the loosest (an untrusted folder may only tighten).
-MODE_STRICTNESS = {"deny-all": 0, "ask-default": 1, "allow-all": 2}
+PERMISSION_MODES = ("ask-default", "accept-edits", "plan", "allow-all", "deny-all")
+#: Modes from the tightest to the loosest (an untrusted folder may only tighten). ``plan``
+#: refuses every change until a person approves a plan; ``accept-edits`` lets file edits run.
+MODE_STRICTNESS = {"deny-all": 0, "plan": 1, "ask-default": 2, "accept-edits": 3, "allow-all": 4}
 RULE_ACTIONS: tuple[RuleAction, ...] = ("allow", "ask", "deny")
 
 #: Answers accepted by ``agent.resolve_permission``: ``allow`` (this call),
@@ -46,7 +49,8 @@ _PATH_KEYS = frozenset({*_PATH_FIELDS, "dir", "directory", "folder"})
 _PATH_KINDS = frozenset({"read", "edit", "delete", "move"})
 _COMMAND_KEYS = frozenset({"command", "cmd"})
 
-ValueMode = Literal["path", "command", "plain"]
+#: ``domain``: the value is a URL and rules match its host (:mod:`.domains`)
+ValueMode = Literal["path", "command", "plain", "domain"]
 
 
 def looks_secret(path: str) -> bool:
@@ -337,6 +341,8 @@ def value_mode(tool_kind: str | None, permission_key: str | None) -> ValueMode:
         return "path"
     if permission_key in _COMMAND_KEYS:
         return "command"
+    if permission_key in URL_KEYS:
+        return "domain"
     if tool_kind in _PATH_KINDS:
         return "path"
     if tool_kind == "execute":
@@ -362,6 +368,8 @@ class RequestView:
             return True
         if self.value is None:
             return False
+        if self.mode == "domain":
+            return domain_matches(rule.pattern, self.value)
         if self.mode == "path":
             return self._path_match(rule.pattern, rule.action == "allow")
         if self.mode == "command":  # decided on the parse (command_rules), never on the text
@@ -409,6 +417,9 @@ def rule_for(request: PermissionRequest, *, workspace: str | os.PathLike[str] | 
         parse = request.command_parse or parse_command(value, ws)
         patterns = exact_patterns(parse, env=call_env(request), background=call_background(request))
         return ", ".join(f"{name}({pattern})" for pattern in patterns)
+    if mode == "domain":
+        host = domain_rule_pattern(value)
+        return f"{name}({host})" if host else name
     if mode == "path":
         forms = path_forms(value, ws)
         rel = forms.relative[0]

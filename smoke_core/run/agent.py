@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..base.errors import AgentError, AgentErrorInfo
@@ -19,14 +18,15 @@ from ..policy.options import AgentOptions, Guards
 from ..policy.rules import ANSWERS, PermissionRule
 from ..policy.secrets import Redactor
 from ..store.lease import SessionBusy, SessionLease
-from ..store.protocol import CallRecord, Store
+from ..store.protocol import Store
 from ..tools.definitions import ToolDefinition, ToolRegistry
 from ..wire.types import Provider, ProviderRegistry, RetryPolicy
-from .call_journal import pending_calls, unanswered_result
+from .call_journal import pending_calls
 from .compaction import Compactor
 from .event_bus import EventBus, Listener
 from .fair import starved, take_turn
 from .handle import RunHandle
+from .history import new_session_id, repair_history
 from .output import OutputSpec
 from .pauses import PauseBroker
 from .state import RunDeps, RunResult
@@ -92,6 +92,10 @@ class Agent:
         #: for an agent made by a chat's /clear; None: ``startup`` or ``resume``
         self.session_source: str | None = None
         self._session_started = False
+        #: the usage of this agent's last run (None before the first)
+        self.last_usage: Any = None
+        #: the mode ``/plan off`` goes back to (the one before plan mode)
+        self._mode_before_plan = "ask-default"
 
     # ------------------------------------------------------------ tools
 
@@ -142,7 +146,8 @@ class Agent:
     # ------------------------------------------------------------ runs
 
     async def run(
-        self, task: str | Sequence[TaskPart], *, output_type: Any = None, output_retries: int = 2
+        self, task: str | Sequence[TaskPart], *, output_type: Any = None, output_retries: int = 2,
+        session: str | None = None, fork: bool = False,
     ) -> RunResult:
         """Run ``task`` to the end and return the :class:`RunResult`.
 
@@ -155,7 +160,15 @@ class Agent:
         ``final_result`` tool with arguments that validate, and
         ``RunResult.output`` holds the validated value; after
         ``output_retries`` invalid attempts the run fails with ``output_invalid``.
+
+        ``session`` continues that session (this and later runs use it);
+        ``fork=True`` starts a new session from a copy of ``session``'s
+        history (default: the agent's current session), which is left as it
+        was — :attr:`session_id` is then the new one. A session that does not
+        exist raises ``LookupError``; one held by another run ``ValueError``.
         """
+        if session is not None or fork:
+            await self._switch_session(session, fork)
         if starved():  # many runs starting at once: take turns with timers and I/O (run.fair)
             await take_turn()
         if self._current is not None:
@@ -173,7 +186,9 @@ class Agent:
         lease = None
         try:
             lease = await self._take_session_lease(handle)
-            return await handle.start()
+            result = await handle.start()
+            self.last_usage = result.usage  # what /cost and the web header set against the budget
+            return result
         finally:
             if lease is not None:
                 await lease.release()
@@ -182,6 +197,24 @@ class Agent:
                 self._current = None
             self._pauses.forget_early()
             self._gate.allowed_for_run.clear()
+
+    async def _switch_session(self, session: str | None, fork: bool) -> None:
+        if self._current is not None:
+            raise RuntimeError("this agent is already running; switch sessions between runs")
+        source = session if session is not None else self.session_id
+        if not fork:
+            self.session_id = self.options.session_id = source
+            return
+        from ..store.fork import fork_session
+
+        if source is None:
+            raise ValueError("fork=True needs a session to copy: pass session=ID (the agent has none)")
+        target = new_session_id()
+        try:
+            await fork_session(self.store, source, target)
+        except SessionBusy as busy:
+            raise ValueError(f"cannot fork: {busy.info.message}") from None
+        self.session_id = self.options.session_id = target
 
     async def _take_session_lease(self, handle: RunHandle) -> SessionLease | None:
         """One run per session at a time, across processes (store.lease). A
@@ -210,6 +243,8 @@ class Agent:
             exposed_tools=self._exposed_tools,
             load_history=self._load_history,
             store_append=self._store_append,
+            settings=self.settings,
+            set_mode=self.set_permission_mode,
             compactor=self._compactor,
             retry=self.retry,
             guards=self.guards,
@@ -328,6 +363,55 @@ class Agent:
         self._pauses.answer(tool_call_id, decision)
         return None
 
+    # ------------------------------------------------------------ permission mode and plans
+
+    @property
+    def permission_mode(self) -> Any:
+        """The permission mode calls are decided with now (a mode name, or the programmer's callable)."""
+        return self._gate.mode
+
+    def set_permission_mode(self, mode: str) -> None:
+        """Switch the permission mode (``plan``, ``accept-edits``, ``ask-default``...) from the next
+        call on, during a run too; ``permission.mode_changed`` says so. A ``ValueError`` names the
+        modes for an unknown one; a mode managed settings set is final (``ValueError`` too)."""
+        from .plan import switch_mode
+
+        handle = self._current
+        switch_mode(self, mode, handle.emit if handle is not None else None)
+
+    def resolve_plan(self, tool_call_id: str, decision: str, *, mode: str | None = None,
+                     text: str | None = None) -> None:
+        """Answer a ``plan.required``: ``"approve"`` (the run goes on in ``mode``:
+        ``"ask-default"``, the default, or ``"accept-edits"``), ``"edit"`` (approve
+        ``text``, the plan as the person changed it) or ``"reject"`` (``text``: the
+        person's words, for the model). A ``ValueError`` says what does not fit."""
+        from .plan import encode_answer
+
+        self._pauses.answer(tool_call_id, encode_answer(decision, mode, text))
+
+    #: the workspace's checkpoints (:mod:`smoke_core.run.checkpoints`); None when they are off
+    checkpoint_store: Any = None
+
+    def checkpoints(self, session_id: str | None = None) -> list[Any]:
+        """The checkpoints of ``session_id`` (default: this agent's session),
+        oldest first: the workspace recorded before each turn and each
+        mutating tool call. [] when checkpoints are off or there are none."""
+        session = session_id or self.session_id
+        return self.checkpoint_store.checkpoints(session) if self.checkpoint_store is not None and session else []
+
+    def rewind(self, checkpoint: Any, *, conversation: bool = False) -> Any:
+        """Put the workspace's files back as they were at ``checkpoint`` (a
+        :class:`~smoke_core.run.checkpoints.Checkpoint`, or its number in this
+        session); with ``conversation=True`` the agent also goes on in a new
+        session holding the conversation as it was then (the old one is
+        kept). The current state is recorded first: the returned checkpoint
+        undoes the rewind (``agent.rewind(returned)``). Raises
+        :class:`~smoke_core.run.checkpoints.CheckpointError` (a run is active,
+        another run holds the session, the checkpoint was pruned)."""
+        from .checkpoints import rewind_agent
+
+        return rewind_agent(self, checkpoint, conversation)
+
     @property
     def context_window(self) -> int:
         """The prompt size (tokens) compaction keeps the conversation under."""
@@ -396,6 +480,13 @@ class Agent:
             self._session_started = False
             await hooks.observe("session_end", {"agent": self, "reason": reason}, failed)
         await hooks.observe("close_agent", {"agent": self}, failed)
+        for _label, provider in self.options.fallbacks:  # made by create_agent: theirs to close is ours
+            close = getattr(provider, "aclose", None)
+            if close is not None:
+                try:
+                    await close()
+                except Exception as exc:
+                    log.warning("smoke: closing the fallback model %s failed: %s (ignored)", _label, exc)
 
     async def __aenter__(self) -> Agent:
         return self
@@ -403,33 +494,3 @@ class Agent:
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
 
-
-def repair_history(messages: list[Message], journal: Mapping[str, CallRecord] | None = None) -> list[Message]:
-    """Close tool calls left without results (a run killed mid-step) so the
-    history is valid for every provider; the store itself is not changed.
-    ``journal`` (the store's pending mutating calls) says which of them
-    started, so they read "interrupted: outcome unknown" rather than "not
-    run" (call_journal.unanswered_result)."""
-    out: list[Message] = []
-    for i, message in enumerate(messages):
-        out.append(message)
-        if message["role"] != "assistant":
-            continue
-        calls = [b for b in message["content"] if b.get("type") == "tool_call"]
-        if not calls:
-            continue
-        nxt = messages[i + 1] if i + 1 < len(messages) else None
-        answered = {b.get("tool_call_id") for b in nxt["content"]} if nxt and nxt["role"] == "tool" else set()
-        missing = [c for c in calls if c["id"] not in answered]
-        if not missing:
-            continue
-        filler = [unanswered_result(c, journal) for c in missing]
-        if nxt is not None and nxt["role"] == "tool":
-            messages[i + 1] = {"role": "tool", "content": [*nxt["content"], *filler]}
-        else:
-            out.append({"role": "tool", "content": filler})
-    return out
-
-
-def new_session_id() -> str:
-    return "ses_" + uuid.uuid4().hex[:12]

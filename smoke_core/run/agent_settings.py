@@ -82,7 +82,11 @@ def unknown_provider(resolved: Any, installed: list[str], chosen: str | None, ch
     ``serve`` and ``acp``."""
     names = ", ".join(installed) or "none (pip install smoke-provider-openai smoke-provider-anthropic)"
     if chosen is not None and chosen not in installed:
-        return (f"unknown provider {chosen!r} ({_where(resolved, 'provider')}). Installed providers: {names}. "
+        import difflib
+
+        close = difflib.get_close_matches(chosen, installed, n=1, cutoff=0.6)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        return (f"unknown provider {chosen!r} ({_where(resolved, 'provider')}).{hint} Installed providers: {names}. "
                 f"`smoke providers` lists them with their key variables.")
     if chosen is None and chosen_model and ":" in chosen_model:
         prefix = chosen_model.split(":", 1)[0]

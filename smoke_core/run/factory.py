@@ -13,7 +13,7 @@ from ..base.prompts import DEFAULT_SYSTEM_PROMPT
 from ..hooks.manager import collect_providers, create_plugin_manager
 from ..hooks.runner import AsyncRegistration, HookRunner
 from ..policy.gate import PermissionGate
-from ..policy.options import AgentOptions, Guards
+from ..policy.options import AgentOptions, Budget, Guards
 from ..policy.sandbox.settings import SandboxSettings
 from ..policy.secrets import declare_secret_names
 from ..store.protocol import MemoryStore, Store
@@ -35,6 +35,7 @@ _CREATE_AGENT_ARGS = (
     "guards", "context_window", "model_settings", "max_tool_output_chars", "autoload_plugins",
     "provider_options", "sandbox", "trust_workspace", "setting_sources", "plugin_options",
     "tool_calls", "max_tokens", "temperature", "top_p", "seed",
+    "fallback_models", "max_cost_usd", "max_input_tokens", "max_output_tokens", "checkpoints",
 )
 #: settings keys that go into every model request (``model_settings``), unless it names them itself
 MODEL_SETTING_KEYS = ("max_tokens", "temperature", "top_p", "seed")
@@ -96,6 +97,11 @@ def create_agent(
     temperature: float | None = None,
     top_p: float | None = None,
     seed: int | None = None,
+    fallback_models: list[str] | None = None,
+    max_cost_usd: float | None = None,
+    max_input_tokens: int | None = None,
+    max_output_tokens: int | None = None,
+    checkpoints: bool | None = None,
     **plugin_settings: Any,
 ) -> Agent:
     """Create an :class:`Agent`.
@@ -115,8 +121,8 @@ def create_agent(
     Settings (docs/security.md): the keyword arguments ``provider``,
     ``model``, ``base_url``, ``permission``, ``auto_approve``,
     ``permissions``, ``max_steps``, ``sandbox``, ``instructions``,
-    ``plugin_options``, the model call's ``tool_calls``, ``context_window``,
-    ``max_tokens``, ``temperature``, ``top_p`` and ``seed`` (the last four go
+    ``plugin_options``, ``checkpoints`` (False: no checkpoints for ``agent.rewind``), the model call's
+    ``tool_calls``, ``context_window``, ``max_tokens``, ``temperature``, ``top_p`` and ``seed`` (the last four go
     into every request unless ``model_settings`` names them) and the keys plugins declare (``mcp_servers=``,
     ``skills_dir=``...) are the *code* layer, above the user, project, local
     and environment layers (``setting_sources`` limits which are read;
@@ -165,6 +171,9 @@ def create_agent(
         "tool_calls": tool_calls, "context_window": context_window, "max_tokens": max_tokens,
         "temperature": temperature, "top_p": top_p, "seed": seed,
         "hooks": command_hooks or None,
+        "fallback_models": fallback_models, "max_cost_usd": max_cost_usd, "max_input_tokens": max_input_tokens,
+        "max_output_tokens": max_output_tokens,
+        "checkpoints": checkpoints,
         **plugin_settings,
     }
     code = {k: v for k, v in code.items() if v is not None}
@@ -221,6 +230,8 @@ def create_agent(
     from_settings = {k: values[k] for k in ("tool_calls", "context_window") if values.get(k) is not None}
     provider_obj = _resolve_provider(chosen, chosen_model, api_key, chosen_url, user_id, providers, provider_options,
                                      from_settings)
+    options.budget = Budget(values["max_cost_usd"], values["max_input_tokens"], values["max_output_tokens"])
+    options.fallbacks = _fallbacks(values["fallback_models"], provider_obj, user_id, providers)
 
     # tools
     registry = ToolRegistry()
@@ -281,6 +292,19 @@ def create_agent(
             resolved.warnings.append(message)
             warn_once(message)
 
+    gate = PermissionGate(
+        options.permission, auto_approve=options.auto_approve, rules=resolved.rules,
+        workspace=workspace.root, tools=registry.get,
+    )
+    options.match_rule = gate.rule_for_value
+    cp_store = None
+    if values.get("checkpoints") is not False:  # on by default (docs/cli.md#smoke-rewind)
+        from .checkpoints import HOOKS, HOOKS_NAME, checkpoint_store_for
+
+        cp_store = checkpoint_store_for(workspace.root, values)
+        options.extra["checkpoint_store"] = cp_store
+        if not pm.has_plugin(HOOKS_NAME):  # one for every agent of a (shared) manager
+            pm.register(HOOKS, name=HOOKS_NAME)
     agent = Agent(
         options=options,
         pm=pm,
@@ -299,7 +323,39 @@ def create_agent(
         gate=gate,
         settings=resolved,
     )
+    agent.checkpoint_store = cp_store
     return agent
+
+
+def _fallbacks(models: list[str], primary: Provider, user_id: str | None,
+               providers: ProviderRegistry) -> tuple[tuple[str, Provider], ...]:
+    """``fallback_models`` as providers, made now, so that a chain naming a provider that is not
+    installed (or a model the primary's provider cannot switch to) is an error here, not mid-run."""
+    out: list[tuple[str, Provider]] = []
+    primary_name = getattr(primary, "name", None)
+    for entry in models or []:
+        text = entry.strip()
+        name, _, model = text.partition(":") if ":" in text else ("", "", text)
+        if name and name not in providers:
+            installed = ", ".join(providers.names()) or "none"
+            raise ValueError(
+                f"fallback_models: {text!r} names the provider {name!r}, which is not installed "
+                f"(installed: {installed}); install it or remove the entry"
+            )
+        if not model:
+            raise ValueError(f"fallback_models: {text!r} names no model; write provider:model or a model name")
+        if not name or name == primary_name:
+            with_model = getattr(primary, "with_model", None)
+            if with_model is None:
+                raise ValueError(
+                    f"fallback_models: {text!r} is a model of the same provider, which cannot switch models; "
+                    f"write provider:model"
+                )
+            out.append((f"{primary_name}:{model}" if primary_name else model, with_model(model)))
+            continue
+        # another provider: its own key (the api_key= given is the primary's)
+        out.append((f"{name}:{model}", _resolve_provider(name, model, None, None, user_id, providers, None)))
+    return tuple(out)
 
 
 def _store_from_settings(url: str | None) -> Store:

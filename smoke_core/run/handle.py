@@ -25,6 +25,7 @@ from ..base.errors import AgentError, AgentErrorInfo
 from ..base.forms import FormError, check_form
 from ..base.messages import Message
 from ..base.prompts import tailor_system_prompt
+from ..base.smoke_dir import ensure_smoke_dir
 from ..policy.rules import PermissionRequest
 from ..tools.context import ToolContext
 from ..tools.definitions import ToolDefinition
@@ -84,6 +85,8 @@ class RunHandle(StepLoop, SubagentRunner):
         self.parent = parent
         self.parent_tool_call_id = parent_tool_call_id
         self.depth: int = 0 if parent is None else parent.depth + 1
+        #: a subagent's definition name (``ctx.run_subagent(name=...)``: the ``task`` tool's agent type); None otherwise
+        self.agent_name: str | None = None
         self._listening: Callable[[str], bool]
         if parent is None:
             self.emit = deps.bus.emitter(self.run_id, self.session_id)
@@ -148,7 +151,7 @@ class RunHandle(StepLoop, SubagentRunner):
     def artifacts_dir(self) -> Path:
         """``<workspace>/.smoke/runs/<run_id>/``, created on first use."""
         if self._artifacts is None:
-            path = self.workspace.root / ".smoke" / "runs" / self.run_id
+            path = ensure_smoke_dir(self.workspace.root) / "runs" / self.run_id
             path.mkdir(parents=True, exist_ok=True)
             self._artifacts = path
         return self._artifacts
@@ -316,6 +319,7 @@ class RunHandle(StepLoop, SubagentRunner):
             run_id=self.run_id,
             session_id=self.session_id,
             steps=st.step,
+            usage_by_model=dict(st.scratch.get("usage_by_model") or {}),
         )
 
     async def _session_and_prompt_hooks(self) -> None:
@@ -356,6 +360,11 @@ class RunHandle(StepLoop, SubagentRunner):
         exposed = self._deps.exposed_tools()
         for tool in st.run_tools:
             exposed.setdefault(tool.name, tool)
+        if self.parent is None and self._deps.gate.mode == "plan":  # plan mode: the way out, and how to take it
+            from .plan import PLAN_INSTRUCTIONS, PLAN_TOOL, plan_tool
+
+            exposed.setdefault(PLAN_TOOL, plan_tool(self))
+            self.add_instructions(PLAN_INSTRUCTIONS)
         if st.output is not None:
             if FINAL_RESULT in exposed:
                 raise RunFailed(AgentErrorInfo.from_code(

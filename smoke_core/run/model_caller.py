@@ -79,6 +79,7 @@ class ModelCaller:
         #: the model's own text is redacted like tool results (events, the transcript, the store)
         self.redactor = redactor if redactor else None
         self.rand = random.random
+        self._fallback_index = 0  # the next of fallback_models to try
         # only a provider with an endpoint (or told what it serves) can be priced
         self._priced = bool(getattr(provider, "base_url", None) or getattr(provider, "price_as", None))
 
@@ -167,13 +168,86 @@ class ModelCaller:
             user_id=self.user_id,
         )
 
+    # ---- budgets and fallback models (issue 33) -----------------------------------------
+
+    def _options(self) -> Any:
+        return getattr(self.hook_run, "options", None)
+
+    def provider_label(self, provider: Any = None) -> str:
+        provider = provider if provider is not None else self.provider
+        name, model = getattr(provider, "name", None), getattr(provider, "model", None)
+        return f"{name}:{model}" if name and model else str(model or name or "model")
+
     async def call(self, request: ModelRequest, step: int) -> tuple[Message, str | None]:
         """The assistant's reply and finish reason; retries transient failures
-        (``run.warning`` before each), raises :class:`RunFailed` otherwise."""
+        (``run.warning`` before each); on a failure a fallback model may take
+        (``fallback_models``), the same request goes to the next one; raises
+        :class:`RunFailed` otherwise. The run's budget is checked before the
+        call (with the request's estimate) and after it."""
+        options = self._options()
+        budget = getattr(options, "budget", None)
+        if budget is not None and budget.active:
+            from .budget import check_before
+
+            stop = check_before(budget, self.hook_run, request, self.provider, step)
+            if stop is not None:
+                raise RunFailed(stop)
+        while True:
+            try:
+                reply, reason = await self._call_model(request, step)
+            except _FallbackNeeded as need:
+                request = self._fall_back(need, request)
+                continue
+            if budget is not None and budget.active:
+                from .budget import check_after
+
+                stop = check_after(budget, self.hook_run, step)
+                if stop is not None:
+                    raise RunFailed(stop)
+            return reply, reason
+
+    def _fall_back(self, need: _FallbackNeeded, request: ModelRequest) -> ModelRequest:
+        """Switch to the next fallback model (for the rest of the run), or raise the failure."""
+        chain = tuple(getattr(self._options(), "fallbacks", ()) or ())
+        if self._fallback_index >= len(chain):
+            raise RunFailed(need.info)
+        label, provider = chain[self._fallback_index]
+        self._fallback_index += 1
+        previous = self.provider_label()
+        info = need.info
+        warning = AgentErrorInfo.from_code(
+            info.code, f"{previous} failed ({info.message}); the same request goes to the fallback model {label}",
+            severity="warning", retryable=True, details={**(info.details or {}), "fallback": {"from": previous,
+                                                                                            "to": label}},
+        )
+        self.emit("run.warning", {"error": warning.to_dict(), "attempt": need.attempts, "retry_in_ms": 0,
+                                  "fallback": {"from": previous, "to": label}})
+        self.provider = provider
+        self._priced = bool(getattr(provider, "base_url", None) or getattr(provider, "price_as", None))
+        import dataclasses
+
+        return dataclasses.replace(request, model=getattr(provider, "model", "") or request.model)
+
+    def _count(self, usage: Usage) -> None:
+        options = self._options()
+        from .budget import record, unpriced_warning
+
+        model = self.provider_label()
+        record(self.state, model, usage)
+        budget = getattr(options, "budget", None)
+        if budget is not None:
+            warning = unpriced_warning(budget, self.state, usage, model)
+            if warning is not None:
+                self.emit("run.warning", {"error": warning.to_dict()})
+
+    # ---------------------------------------------------------------------------------------
+
+    async def _call_model(self, request: ModelRequest, step: int) -> tuple[Message, str | None]:
         policy = self.retry
         attempt = 0
         same = 0
         last_key: tuple[str, str] | None = None
+        streamed_any = False
         while True:
             attempt += 1
             self.check_abort()
@@ -205,19 +279,27 @@ class ModelCaller:
                         price_as=getattr(self.provider, "price_as", None),
                     )
                 self.state.usage.add(usage)
+                self._count(usage)
                 if self.hooks.has("after_model_call"):  # no coroutine to make on the common path
                     await self._after(reply, usage, t0, None, step, finish)
                 if self.listening("usage.updated"):
                     self.emit("usage.updated", {"usage": self.state.usage.to_dict(), "step_usage": usage.to_dict()})
                 return reply, finish.reason if finish is not None else None
             await self._after(None, Usage(), t0, info, step)
+            streamed_any = streamed_any or bool(streamed)
+            # a fallback model takes the same request only if nothing of this one reached the person
+            fallback = not streamed_any and self._may_fall_back(info)
             key = (info.code, info.message)
             same = same + 1 if key == last_key else 1
             last_key = key
             if not info.retryable or info.severity == "fatal":
+                if fallback:
+                    raise _FallbackNeeded(info, attempt)
                 raise RunFailed(info)
             limit = self.guards.repeated_error
             if limit and same >= limit:
+                if fallback:
+                    raise _FallbackNeeded(info, attempt)
                 raise RunFailed(
                     AgentErrorInfo.from_code(
                         "run_repeated_error",
@@ -227,6 +309,8 @@ class ModelCaller:
                     )
                 )
             if attempt > policy.max_retries:
+                if fallback:
+                    raise _FallbackNeeded(info, attempt)
                 raise RunFailed(info)
             delay = policy.delay(attempt, info, self.rand)
             if streamed:
@@ -234,6 +318,10 @@ class ModelCaller:
                 self.emit("text.discarded", {"reason": info.code, "text": "".join(streamed)})
             self.emit("run.warning", {"error": info.to_dict(), "attempt": attempt, "retry_in_ms": round(delay * 1000)})
             await asyncio.sleep(delay)
+
+    def _may_fall_back(self, info: AgentErrorInfo) -> bool:
+        chain = getattr(self._options(), "fallbacks", ()) or ()
+        return self._fallback_index < len(chain) and may_fall_back(info)
 
     async def _consume(self, request: ModelRequest, streamed: list[str]) -> tuple[Message, Usage, Finished | None]:
         stream = self.provider.stream(request)
@@ -360,6 +448,29 @@ def _notice_info(notice: ProviderNotice) -> AgentErrorInfo:
     except ValueError:  # a code Smoke does not know: still heard
         return AgentErrorInfo.from_code("provider_error", notice.message, hint=notice.hint,
                                         details={**notice.details, "notice_code": notice.code}, severity="warning")
+
+
+class _FallbackNeeded(Exception):
+    """The model could not answer and a fallback model may take the request."""
+
+    def __init__(self, info: AgentErrorInfo, attempts: int) -> None:
+        super().__init__(info.message)
+        self.info = info
+        self.attempts = attempts
+
+
+#: failures a fallback model takes over: overload and unavailability (after the retries) and any 5xx;
+#: never a rate limit (429), an auth failure or an invalid request
+_NO_FALLBACK = frozenset({"provider_rate_limited", "provider_auth", "tool_invalid_input", "provider_cancelled"})
+
+
+def may_fall_back(info: AgentErrorInfo) -> bool:
+    if info.code in _NO_FALLBACK:
+        return False
+    status = (info.details or {}).get("status")
+    if isinstance(status, int) and not 500 <= status < 600 and status != 529:
+        return False
+    return info.code == "provider_unavailable" or (isinstance(status, int) and (500 <= status < 600 or status == 529))
 
 
 def _rejection_feedback(info: AgentErrorInfo) -> str:

@@ -2,7 +2,7 @@
 hook registers (:class:`SlashCommand`), what a handler gets
 (:class:`ChatHost`), how the commands of an agent are collected, and core's
 own commands (``/help``, ``/clear``, ``/compact``, ``/model``, ``/tools``,
-``/cost``, ``/exit``), registered through the same hook by core's built-in
+``/cost``, ``/plan``, ``/rewind``, ``/undo``, ``/exit``), registered through the same hook by core's built-in
 plugin."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from ..wire.pricing import usage_summary
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 #: core's own commands: a plugin cannot take these names
-RESERVED = frozenset({"help", "clear", "compact", "model", "tools", "cost", "exit", "quit"})
+RESERVED = frozenset({"help", "clear", "compact", "model", "tools", "cost", "plan", "rewind", "undo", "exit",
+                      "quit"})
 
 
 # ---------------------------------------------------------------- slash commands
@@ -151,7 +152,84 @@ def _tools(args: str, chat: ChatHost) -> None:
 
 
 def _cost(args: str, chat: ChatHost) -> None:
-    chat.say(f"cost of this chat so far: {usage_summary(chat.usage)}")
+    from .budget import budget_line
+
+    text = f"cost of this chat so far: {usage_summary(chat.usage)}"
+    options = getattr(chat.agent, "options", None)
+    budget = getattr(options, "budget", None)
+    line = budget_line(budget, getattr(chat.agent, "last_usage", None)) if budget is not None else None
+    chat.say(f"{text}\n{line}" if line else text)
+
+
+def _plan(args: str, chat: ChatHost) -> str | None:
+    """``/plan``: plan mode on; ``/plan off``: back to the mode before; ``/plan TASK``: on, and TASK is sent."""
+    from .plan import MODE_WORDS
+
+    agent = chat.agent
+    words = args.strip()
+    mode = agent.permission_mode
+    try:
+        if words.lower() == "off":
+            if mode != "plan":
+                chat.say(f"plan mode is not on (the permission mode is {mode if isinstance(mode, str) else 'callable'})")
+                return None
+            back = getattr(agent, "_mode_before_plan", "ask-default")
+            agent.set_permission_mode(back)
+            chat.say(f"plan mode off: the permission mode is {back} ({MODE_WORDS.get(back, back)})")
+            return None
+        if mode != "plan":
+            agent.set_permission_mode("plan")
+            chat.say(f"plan mode on: {MODE_WORDS['plan']}; the agent shows you its plan to approve, edit or reject "
+                     f"(/plan off leaves it)")
+        elif not words:
+            chat.say("plan mode is already on (/plan off leaves it)")
+    except ValueError as exc:
+        chat.say(f"the permission mode stays {mode}: {exc}")
+        return None
+    return words or None
+
+
+def _rewind(args: str, chat: ChatHost) -> None:
+    """``/rewind`` lists the session's checkpoints; ``/rewind N`` puts the
+    files and the conversation back to checkpoint N."""
+    from .checkpoints import describe
+
+    found = chat.agent.checkpoints()
+    if not args.strip():
+        chat.say("\n".join(["checkpoints (`/rewind N` puts the files and the conversation back):",
+                            *(describe(c) for c in found)]) if found else "no checkpoints in this session yet")
+        return
+    target = next((c for c in found if str(c.number) == args.strip()), None)
+    if target is None:
+        chat.say(f"no checkpoint {args.strip()!r} in this session; /rewind lists them")
+        return
+    _rewind_to(chat, target)
+
+
+def _undo(args: str, chat: ChatHost) -> None:
+    """``/undo``: files and conversation back to before the last turn."""
+    turns = [c for c in chat.agent.checkpoints() if c.reason == "turn"]
+    if not turns:
+        chat.say("nothing to undo yet: no turn has been recorded in this session")
+        return
+    _rewind_to(chat, turns[-1])
+
+
+def _rewind_to(chat: ChatHost, target: Any) -> None:
+    from .checkpoints import CheckpointError
+
+    agent = chat.agent
+    try:
+        before = agent.rewind(target, conversation=True)
+    except CheckpointError as exc:
+        chat.say(f"cannot rewind: {exc}")
+        return
+    switch = getattr(chat, "switch_session", None)
+    if switch is not None:
+        switch(agent.session_id)
+    chat.say(f"rewound to checkpoint {target.number} (files and conversation); going on in session "
+             f"{agent.session_id}. The state before is checkpoint {before.number} of session {before.session_id} "
+             f"(`smoke rewind --undo --session {before.session_id}` puts it back)")
 
 
 def _exit(args: str, chat: ChatHost) -> None:
@@ -165,6 +243,10 @@ BUILTIN_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("model", _model, "show the model, or switch to another one", "/model [[PROVIDER:]NAME]"),
     SlashCommand("tools", _tools, "list the tools the model can use", "/tools"),
     SlashCommand("cost", _cost, "tokens and price of this chat so far", "/cost"),
+    SlashCommand("plan", _plan, "plan mode: only read-only tools run until you approve the agent's plan",
+                 "/plan [off | TASK]"),
+    SlashCommand("rewind", _rewind, "list checkpoints, or put files and conversation back to one", "/rewind [N]"),
+    SlashCommand("undo", _undo, "put files and conversation back to before the last turn", "/undo"),
     SlashCommand("exit", _exit, "leave the chat", "/exit"),
     SlashCommand("quit", _exit, "leave the chat", "/quit"),
 )

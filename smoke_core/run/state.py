@@ -106,6 +106,8 @@ class RunResult:
     events: list[Event] = field(default_factory=list, repr=False)
     #: the validated result when the run was asked for ``output_type``
     output: Any = None
+    #: usage and cost of each model that answered (``provider:model``; a fallback model apart)
+    usage_by_model: dict[str, Usage] = field(default_factory=dict)
 
 
 @dataclass(slots=True, frozen=True)
@@ -133,3 +135,7 @@ class RunDeps:
     #: session already holds messages: the ``session_start`` source when this
     #: is the agent's first run (``startup``, ``resume``, ``clear``), else None
     start_session: Callable[[bool], str | None] = lambda has_history: None
+    #: the agent's effective settings (a ResolvedSettings; None when built by hand)
+    settings: Any = None
+    #: ``agent.set_permission_mode`` (a plan's approval switches the mode)
+    set_mode: Callable[[str], None] = lambda mode: None

@@ -45,6 +45,7 @@ class SubagentRunner:
         max_steps: int | None = None,
         output_type: Any = None,
         model: str | None = None,
+        name: str | None = None,
     ) -> RunResult:
         """A child run with a fresh context under this run's policy (see
         :meth:`ToolContext.run_subagent`)."""
@@ -91,6 +92,7 @@ class SubagentRunner:
         make_run = cast("Callable[..., Any]", type(self))  # a child is a run of the same class
         child = make_run(self.agent, prompt, child_deps, output=output, parent=self,
                           parent_tool_call_id=parent_tool_call_id)
+        child.agent_name = name
         child._loop = self._loop
         result: RunResult = await child._execute()
         self._st.usage.add(result.usage)  # the parent's totals include what its subagents spent

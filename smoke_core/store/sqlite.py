@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from ..base.messages import Message
+from ..base.smoke_dir import ensure_smoke_dir
 from .protocol import (
     DEFAULT_LEASE_TTL,
     DEFAULT_LEASE_WAIT,
@@ -159,6 +160,8 @@ class SQLiteStore:
         if on_corrupt not in ("raise", "start_fresh"):
             raise ValueError(f"on_corrupt must be 'raise' or 'start_fresh', got {on_corrupt!r}")
         self.path = Path(path)
+        if self.path.parent.name == ".smoke" and not self.path.parent.exists():
+            ensure_smoke_dir(self.path.parent.parent)  # with its .gitignore: the database stays out of git
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.on_corrupt = on_corrupt
         self.lease_ttl = lease_ttl

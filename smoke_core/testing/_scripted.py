@@ -52,7 +52,9 @@ class ScriptedProvider:
     A turn is a string (the final text), a dict ``{"text": str,
     "thought": str, "tool_calls": [{"name": str, "input": dict}],
     "usage": {"input_tokens": n, "output_tokens": n}}`` (a tool call may give
-    ``"id"``, or ``"arguments"`` as raw JSON text instead of ``"input"``), an
+    ``"id"``, or ``"arguments"`` as raw JSON text instead of ``"input"``;
+    ``"finish_reason"``, ``"response_model"`` and ``"response_id"`` set what
+    the turn's ``Finished`` reports), an
     exception or :class:`AgentErrorInfo` to raise for that call, or a callable
     ``(request) -> turn``. ``.requests`` holds every :class:`ModelRequest`
     received (deep copies). ``delay`` seconds are awaited per call.
@@ -129,7 +131,8 @@ class ScriptedProvider:
             yield ToolCallRequest(id=call.get("id") or f"call_{index + 1}_{i + 1}", name=call["name"], arguments=args)
         usage = turn.get("usage") or {"input_tokens": _estimate(request), "output_tokens": max(1, len(text) // 4)}
         yield UsageReport(Usage(**usage))
-        yield Finished("tool_calls" if turn.get("tool_calls") else "stop")
+        yield Finished(turn.get("finish_reason") or ("tool_calls" if turn.get("tool_calls") else "stop"),
+                       model=turn.get("response_model"), response_id=turn.get("response_id"))
 
 
 def _estimate(request: ModelRequest) -> int:

@@ -60,6 +60,10 @@ class ToolContract:
     #: waiting for something that never comes fails instead of hanging; a
     #: synchronous one keeps its thread, which Python cannot stop, until it returns)
     run_timeout: float = 60.0
+    #: more keyword arguments for ``create_agent`` (settings the plugin declares,
+    #: ``permissions={"allow": [...]}``), e.g. a rule that lets a web tool reach a
+    #: local test server
+    agent_kwargs: dict[str, Any] = {}
 
     def prepare_workspace(self, root: Path) -> None:
         """Create the files the samples need in the (empty) workspace ``root``."""
@@ -83,7 +87,7 @@ class ToolContract:
         assert self.plugin is not None, f"{type(self).__name__}: set `plugin = <your plugin module>`"
         provider = ScriptedProvider(turns)
         agent = create_agent(root, provider=provider, plugins=[self.plugin], autoload_plugins=False,
-                             auto_approve=True)
+                             auto_approve=True, **self.agent_kwargs)
         return agent, provider
 
     def _tools(self, root: Path) -> dict[str, Any]:

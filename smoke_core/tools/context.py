@@ -130,6 +130,7 @@ class ToolContext:
         max_steps: int | None = None,
         output_type: Any = None,
         model: str | None = None,
+        name: str | None = None,
     ) -> Any:
         """Run a child agent on ``prompt`` with a fresh context and return its
         :class:`~smoke_core.RunResult`. The child uses this run's provider,
@@ -143,7 +144,7 @@ class ToolContext:
             raise RuntimeError("this tool context cannot start subagents (it was not made by a run)")
         return await self._subagent(
             self.tool_call_id, prompt, system_prompt=system_prompt, tools=tools, max_steps=max_steps,
-            output_type=output_type, model=model,
+            output_type=output_type, model=model, name=name,
         )
 
     def finish(self, summary: str) -> None:

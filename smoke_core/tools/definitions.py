@@ -29,6 +29,7 @@ TOOL_GROUPS: dict[str, tuple[str, ...]] = {
     "agent": ("todo_write", "ask_user", "finish_task"),
     "mcp": (),
     "skills": ("list_skills", "use_skill"),
+    "web": ("web_fetch", "web_search"),
 }
 TOOL_GROUPS["core"] = (
     TOOL_GROUPS["filesystem"] + TOOL_GROUPS["search"] + TOOL_GROUPS["terminal"] + TOOL_GROUPS["agent"]

@@ -47,7 +47,7 @@ from acp.schema import (
     TextContentBlock,
 )
 
-from ._session import CONTEXT_WINDOW, MODE_OF_SETTING, ACPSession, invalid_params
+from ._session import CONTEXT_WINDOW, CORE_MODE, MODE_OF_SETTING, ACPSession, invalid_params
 
 log = logging.getLogger("smoke.acp")
 
@@ -141,15 +141,18 @@ class SmokeACPAgent:
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
                             **kwargs: Any) -> ListSessionsResponse:
-        folder = _folder(cwd) if cwd else Path.cwd().resolve()
-        db = folder / ".smoke" / "sessions.db"
-        if not db.exists():
-            return ListSessionsResponse(sessions=[])
-        infos = sorted(self._store(folder).list_sessions(), key=lambda i: i.updated_at, reverse=True)
+        # without cwd: every folder this agent has served a session in, and its own folder
+        folders = [_folder(cwd)] if cwd else list(dict.fromkeys([*self._stores, Path.cwd().resolve()]))
+        found: list[tuple[Path, Any]] = []
+        for folder in folders:
+            if not (folder / ".smoke" / "sessions.db").exists():
+                continue
+            found.extend((folder, i) for i in self._store(folder).list_sessions())
+        found.sort(key=lambda pair: pair[1].updated_at, reverse=True)
         return ListSessionsResponse(sessions=[
             SessionInfo(session_id=i.session_id, cwd=str(folder), title=i.title or None,
                         updated_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(i.updated_at)))
-            for i in infos
+            for folder, i in found
         ])
 
     async def _open(self, cwd: str, session_id: str, mcp_servers: list[Any] | None,
@@ -198,7 +201,7 @@ class SmokeACPAgent:
                 session.warnings.append(f"the editor passed MCP servers ({', '.join(servers)}) but smoke-mcp is "
                                         f"not installed: pip install smoke-mcp")
         if not managed:
-            extra["permission"] = session.decide
+            extra["permission"] = CORE_MODE[mode]
         try:
             session.agent = create_agent(
                 folder, provider=settings.provider, model=settings.model, base_url=settings.base_url,

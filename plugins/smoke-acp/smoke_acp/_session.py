@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,13 +42,15 @@ def invalid_params(message: str) -> RequestError:
     return RequestError(-32602, message)
 
 if TYPE_CHECKING:
-    from smoke_core.plugin import Agent, Event, PermissionRequest
+    from smoke_core.plugin import Agent, Event
 
 log = logging.getLogger("smoke.acp")
 
 #: ACP session modes and the permission behaviour each stands for.
 MODES: dict[str, tuple[str, str]] = {
     "ask": ("Ask", "Read-only tools run; every other tool call asks first (Smoke's ask-default)."),
+    "plan": ("Plan", "Read-only tools run and nothing changes: the agent presents a plan for you to approve, "
+                     "then goes on in the mode you pick (Smoke's plan)."),
     "accept-edits": ("Accept edits", "File edits inside the workspace run without asking (secret-looking "
                                      "files still ask); commands and other tools ask."),
     "read-only": ("Read only", "Read-only tools run; every other tool call is refused without asking "
@@ -57,8 +58,11 @@ MODES: dict[str, tuple[str, str]] = {
     "allow-all": ("Allow all", "Every tool call runs without asking (Smoke's allow-all). Deny and ask "
                                "rules still apply."),
 }
+#: ACP mode → Smoke's permission mode (the gate decides: rules first, then the mode).
+CORE_MODE = {"ask": "ask-default", "plan": "plan", "accept-edits": "accept-edits", "read-only": "deny-all",
+             "allow-all": "allow-all"}
 #: Smoke's permission mode → the ACP mode a session starts in.
-MODE_OF_SETTING = {"ask-default": "ask", "deny-all": "read-only", "allow-all": "allow-all"}
+MODE_OF_SETTING = {core: acp for acp, core in CORE_MODE.items()}
 #: The context window the sessions' agents compact at (and report in usage updates).
 CONTEXT_WINDOW = 128_000
 
@@ -96,35 +100,6 @@ class ACPSession:
 
     # ------------------------------------------------------------ modes and models
 
-    def decide(self, request: PermissionRequest) -> str | None:
-        """The gate's mode (a permission callable): rules are applied before this."""
-        mode = self.mode
-        if mode == "allow-all":
-            return "allow"
-        if request.kind != "tool":
-            return None  # starting an MCP server asks as usual
-        if mode == "read-only":
-            return None if request.read_only else "deny"
-        if mode == "accept-edits" and request.tool_kind == "edit" and not self._touches_secret(request):
-            return "allow"
-        return None
-
-    def _touches_secret(self, request: PermissionRequest) -> bool:
-        from smoke_core.plugin import looks_secret
-
-        values = [v for v in (request.input or {}).values() if isinstance(v, str)]
-        if request.permission_value:
-            values.append(request.permission_value)
-        for value in values:
-            for line in value.splitlines() or [value]:
-                for token in line.replace(":", " ").split():
-                    candidates = [token]
-                    if not os.path.isabs(token):
-                        candidates.append(os.path.realpath(os.path.join(self.cwd, token)))
-                    if any(looks_secret(c) for c in candidates):
-                        return True
-        return False
-
     def mode_state(self) -> SessionModeState:
         ids = [self.mode] if self.fixed_mode else list(MODES)
         return SessionModeState(current_mode_id=self.mode, available_modes=[
@@ -160,6 +135,11 @@ class ACPSession:
         if self.fixed_mode and mode_id != self.mode:
             raise invalid_params(f"the permission mode is fixed to {self.mode!r} by "
                                                           f"managed settings ({self.fixed_mode})")
+        if self.agent is not None:
+            try:
+                self.agent.set_permission_mode(CORE_MODE[mode_id])
+            except ValueError as exc:
+                raise invalid_params(str(exc)) from None
         self.mode = mode_id
 
     def set_model(self, model: str) -> None:
@@ -242,6 +222,11 @@ class ACPSession:
         expanded, said = await expand(self.agent, self.session_id, parts)
         for text in said:
             await self.send(U.message_chunk(text + "\n"))
+        now = MODE_OF_SETTING.get(self.agent.permission_mode)  # a command (/plan) may have switched the mode
+        if now is not None and now != self.mode:
+            self.mode = now
+            await self.send_mode()
+            await self.send_config()
         if expanded is None:  # a slash command that sent nothing to the model
             return "end_turn"
         parts = expanded
@@ -405,6 +390,12 @@ class ACPSession:
                                                  status="in_progress"))
         elif t == "ask_user.required":
             self._spawn(self._ask_question(d))
+        elif t == "plan.required":
+            self._spawn(self._ask_plan(d))
+        elif t == "permission.mode_changed" and d.get("mode") in MODE_OF_SETTING:
+            self.mode = MODE_OF_SETTING[d["mode"]]  # an approved plan: the editor's mode selector follows
+            await self.send_mode()
+            await self.send_config()
         elif t == "todo.updated":
             await self.send(U.plan_update(d.get("todos") or []))
         elif t == "usage.updated" and not sub:
@@ -505,6 +496,38 @@ class ACPSession:
                 agent.resolve_permission(smoke_id, "allow" if choice.startswith("allow") else "deny")
             await self.send(U.message_chunk(f"\n\n⚠ could not remember that answer ({exc}); applied to this call "
                                             f"only\n\n"))
+
+    async def _ask_plan(self, d: dict[str, Any]) -> None:
+        """``exit_plan_mode``: the plan in a permission request whose options are
+        the ways on (accept edits, or ask before each change) and "keep planning"."""
+        assert self.agent is not None
+        smoke_id = str(d["tool_call_id"])
+        call_id = self._acp_id(smoke_id)
+        options = [
+            PermissionOption(option_id="approve_edits", name="Yes, and accept edits", kind="allow_always"),
+            PermissionOption(option_id="approve", name="Yes, and ask before each change", kind="allow_once"),
+            PermissionOption(option_id="reject", name="No, keep planning", kind="reject_once"),
+        ]
+        tool_call = ToolCallUpdate(tool_call_id=call_id, title="Ready to go on? Approve the plan", kind="switch_mode",
+                                   status="pending", content=[U._text_content(visible(str(d.get("plan") or "")))])
+        try:
+            response = await self.conn.request_permission(session_id=self.session_id, tool_call=tool_call,
+                                                          options=options)
+            outcome = response.outcome
+            choice = outcome.option_id if isinstance(outcome, AllowedOutcome) else "reject"
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("smoke acp: the plan could not be shown (%s); rejected", exc)
+            choice = "reject"
+        if choice in ("approve", "approve_edits"):
+            self.agent.resolve_plan(smoke_id, "approve", mode="accept-edits" if choice == "approve_edits"
+                                    else "ask-default")
+            return
+        # ACP takes no words with an answer: the person's next message says what to change
+        self.agent.resolve_plan(smoke_id, "reject", text="the person chose to keep planning in their editor, which "
+                                "cannot take their words during this turn. End your turn now without a new plan: "
+                                "their next message says what to change.")
 
     async def _ask_form(self, d: dict[str, Any]) -> None:
         """A form (an MCP server's elicitation): ACP's ``elicitation/create``

@@ -125,6 +125,20 @@ async def test_malformed_json_rpc_and_unknown_methods_get_errors_and_the_agent_k
 # ---------------------------------------------------------------- sessions
 
 
+async def test_session_list_without_cwd_covers_every_folder_served(tmp_path: Path, spawn) -> None:
+    home = workspace(tmp_path)  # the agent process's own folder
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("x\n")
+    agent = await spawn(home, ["done"])
+    await agent.initialize()
+    created = await agent.conn.new_session(cwd=str(other), mcp_servers=[])
+    assert (await agent.conn.prompt(session_id=created.session_id, prompt=[text("hi")])).stop_reason == "end_turn"
+    listed = await agent.conn.list_sessions()
+    assert [(s.session_id, s.cwd) for s in listed.sessions] == [(created.session_id, str(other.resolve()))]
+    assert await agent.stop() == 0
+
+
 async def test_load_replays_a_stored_session_and_continues_it(tmp_path: Path, spawn) -> None:
     ws = workspace(tmp_path)
     first = await spawn(ws, [{"text": "Let me look.", "tool_calls": [{"name": "read_file", "input": {"path": "notes.txt"}}]},
@@ -273,6 +287,42 @@ async def test_modes_map_onto_permission_behaviour(tmp_path: Path, spawn) -> Non
     assert not client.permissions and (ws / "notes.txt").read_text() == "first line\n2nd line\n"
     with pytest.raises(RequestError):
         await agent.conn.set_session_mode(session_id=sid, mode_id="yolo")
+    assert await agent.stop() == 0
+    agent.validate()
+
+
+async def test_plan_mode_shows_the_plan_and_approving_switches_the_editors_mode(tmp_path: Path, spawn) -> None:
+    ws = workspace(tmp_path)
+    edit = {"name": "edit_file", "input": {"path": "notes.txt", "old_string": "first", "new_string": "1st"}}
+    plan = "1. change *first* to 1st in notes.txt"
+    agent = await spawn(ws, [
+        {"tool_calls": [edit]},  # refused in plan mode, without asking
+        {"tool_calls": [{"name": "exit_plan_mode", "input": {"plan": plan}}]},
+        {"tool_calls": [edit]},  # accept-edits: runs without asking
+        "done",
+        {"tool_calls": [{"name": "exit_plan_mode", "input": {"plan": "another plan"}}]},
+        "DESCRIBE",
+    ])
+    sid = await session(agent, ws)
+    client = agent.client
+    await agent.conn.set_session_mode(session_id=sid, mode_id="plan")
+    client.answer = lambda request: "approve_edits"
+    await agent.conn.prompt(session_id=sid, prompt=[text("plan first")])
+    assert len(client.permissions) == 1  # the plan, nothing else
+    asked = client.permissions[0]
+    assert asked.tool_call.kind == "switch_mode" and plan in asked.tool_call.content[0].content.text
+    assert [o.option_id for o in asked.options] == ["approve_edits", "approve", "reject"]
+    assert (ws / "notes.txt").read_text() == "1st line\nsecond line\n"
+    assert client.of("current_mode_update")[-1].current_mode_id == "accept-edits"
+
+    await agent.conn.set_session_mode(session_id=sid, mode_id="plan")
+    client.answer = lambda request: "reject"
+    await agent.conn.prompt(session_id=sid, prompt=[text("plan again")])
+    said = "".join(u.content.text for u in client.of("agent_message_chunk") if hasattr(u.content, "text"))
+    assert "keep planning in their editor" in said  # the model read why, and that the next message says what
+    assert len(client.permissions) == 2 and "another plan" in client.permissions[1].tool_call.content[0].content.text
+    mode = next(o for o in client.of("config_option_update")[-1].config_options if o.id == "mode")
+    assert mode.current_value == "plan"  # rejected: still planning
     assert await agent.stop() == 0
     agent.validate()
 

@@ -50,8 +50,8 @@ async def test_the_typescript_sdk_client_runs_a_prompt_with_allow_always(tmp_pat
 
     assert seen["init"]["protocolVersion"] == 1 and seen["init"]["agentCapabilities"]["loadSession"] is True
     assert seen["session"]["sessionId"].startswith("ses_")
-    assert {m["id"] for m in seen["session"]["modes"]["availableModes"]} == {"ask", "accept-edits", "read-only",
-                                                                             "allow-all"}
+    assert {m["id"] for m in seen["session"]["modes"]["availableModes"]} == {"ask", "plan", "accept-edits",
+                                                                             "read-only", "allow-all"}
     assert seen["prompt"]["stopReason"] == "end_turn"
     assert seen["unknown"]["code"] == -32601
     assert seen["exitCode"] == 0

@@ -32,7 +32,6 @@ from smoke_acp._session import ACPSession
 from smoke_acp._transport import StdioTransport, problem
 
 from smoke_core import Image
-from smoke_core.plugin import PermissionRequest
 
 from .conftest import strict
 
@@ -246,27 +245,15 @@ def test_the_editors_mcp_servers_become_smoke_mcp_entries() -> None:
 # ---------------------------------------------------------------- modes
 
 
-def make_session(tmp_path: Path, mode: str) -> ACPSession:
-    return ACPSession(session_id="s", cwd=tmp_path, conn=None, client_caps=None, mode=mode, fixed_mode=None,
-                      models=[], trusted=False)
+def test_each_mode_is_one_of_smokes_permission_modes(tmp_path: Path) -> None:
+    from smoke_acp._session import CORE_MODE, MODE_OF_SETTING, MODES
 
+    from smoke_core import PermissionGate
 
-def request(tool_kind: str, *, read_only: bool = False, kind: str = "tool", **input: Any) -> PermissionRequest:
-    return PermissionRequest(tool_call_id="c", kind=kind, tool_name="t", input=input, read_only=read_only,
-                             tool_kind=tool_kind, permission_value=input.get("path"))
-
-
-def test_each_mode_decides_as_documented(tmp_path: Path) -> None:
-    ask, edits, read_only, allow = (make_session(tmp_path, m) for m in ("ask", "accept-edits", "read-only",
-                                                                        "allow-all"))
-    edit, command = request("edit", path="a.py"), request("execute", command="ls")
-    assert [ask.decide(edit), ask.decide(command)] == [None, None]
-    assert [edits.decide(edit), edits.decide(command)] == ["allow", None]
-    assert edits.decide(request("edit", path=".env")) is None  # a secret-looking file still asks
-    assert edits.decide(request("edit", patch="*** Update File: keys/id_rsa\n")) is None
-    assert [read_only.decide(edit), read_only.decide(request("read", read_only=True, path="a"))] == ["deny", None]
-    assert allow.decide(command) == "allow"
-    assert read_only.decide(request("other", kind="mcp_server")) is None  # a server start asks in every mode but allow-all
+    assert set(CORE_MODE) == set(MODES) and {MODE_OF_SETTING[v] for v in CORE_MODE.values()} == set(MODES)
+    for core in CORE_MODE.values():
+        PermissionGate(core)  # each is a mode the gate decides with (tests/test_plan_mode.py: what each allows)
+    assert CORE_MODE["read-only"] == "deny-all" and CORE_MODE["ask"] == "ask-default"
     fixed = ACPSession(session_id="s", cwd=tmp_path, conn=None, client_caps=None, mode="read-only",
                        fixed_mode="/etc/smoke/managed.yaml", models=[], trusted=True)
     assert [m.id for m in fixed.mode_state().available_modes] == ["read-only"]

@@ -20,7 +20,8 @@ from ._process import hook_env, run_hook
 log = logging.getLogger("smoke")
 
 #: Smoke's permission modes as Claude Code names them in ``permission_mode``
-_MODES = {"ask-default": "default", "allow-all": "bypassPermissions", "deny-all": "dontAsk"}
+_MODES = {"ask-default": "default", "accept-edits": "acceptEdits", "plan": "plan", "allow-all": "bypassPermissions",
+          "deny-all": "dontAsk"}
 
 
 def permission_mode(options: Any) -> str:

@@ -97,14 +97,16 @@ def after_run(run: RunHandle, status: str, error: AgentErrorInfo | None) -> None
 
 
 @hookimpl(trylast=True)
-def before_model_call(messages: list[dict[str, Any]], system: str | None, model: str, run: RunHandle) -> None:
-    _default.before_model_call(messages, system, model, run)
+def before_model_call(messages: list[dict[str, Any]], system: str | None, model: str, run: RunHandle,
+                      tools: list[dict[str, Any]] | None) -> None:
+    _default.before_model_call(messages, system, model, run, tools)
 
 
 @hookimpl
 def after_model_call(response: dict[str, Any] | None, usage: dict[str, Any], duration_ms: float,
-                     error: AgentErrorInfo | None, run: RunHandle) -> None:
-    _default.after_model_call(response, usage, duration_ms, error, run)
+                     error: AgentErrorInfo | None, run: RunHandle, finish_reason: str | None,
+                     response_model: str | None, response_id: str | None) -> None:
+    _default.after_model_call(response, usage, duration_ms, error, run, finish_reason, response_model, response_id)
 
 
 @hookimpl(trylast=True)

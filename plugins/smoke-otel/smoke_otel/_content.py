@@ -81,6 +81,12 @@ def output_messages(response: dict[str, Any] | None, finish_reason: str | None) 
     return [{"role": "assistant", "parts": parts, "finish_reason": reason}]
 
 
+def tool_definitions(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tools the model is offered, as ``gen_ai.tool.definitions`` records them."""
+    return [{"type": "function", "name": t.get("name"), "description": t.get("description"),
+             "parameters": t.get("input_schema")} for t in tools]
+
+
 def system_instructions(system: str | None) -> list[dict[str, Any]]:
     return [{"type": "text", "content": system}] if system else []
 

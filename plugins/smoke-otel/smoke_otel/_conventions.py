@@ -1,20 +1,47 @@
-"""Names from the OpenTelemetry GenAI semantic conventions, the version they
+"""Names from the OpenTelemetry GenAI semantic conventions, the versions they
 come from, and Smoke's own attributes (namespace ``smoke.``).
 
-The GenAI conventions are in *Development* status. Spans, attributes and the
-two client metrics follow **Semantic Conventions v1.41.0**, the last release
-of ``open-telemetry/semantic-conventions`` holding them (they have since
-moved to ``open-telemetry/semantic-conventions-genai``). The tool and agent
-duration histograms (``gen_ai.execute_tool.duration``,
-``gen_ai.invoke_agent.duration``) come from that newer repository; v1.41.0
-has no tool metric. No ``opentelemetry`` import here: this module is read by
-the cheap part of the plugin too.
+Two sets of names, chosen with ``OTEL_SEMCONV_STABILITY_OPT_IN`` (the
+variable the GenAI instrumentations share; a comma-separated list):
+
+- **latest** (the default, and ``gen_ai_latest_experimental``):
+  **semantic-conventions-genai v0.1.0**, the first release of
+  ``open-telemetry/semantic-conventions-genai`` (it depends on
+  semantic-conventions v1.45.0). Model calls are timed on
+  ``gen_ai.client.inference.duration``; tokens are counted on the counters
+  ``gen_ai.client.inference.usage.{input,output,cache_read.input,
+  cache_write.input,reasoning.output}_tokens`` (by ``gen_ai.token.modality``)
+  and distributed on the histograms
+  ``gen_ai.client.inference.operation.{input,output}_tokens``; an agent
+  invocation records ``gen_ai.invoke_agent.inference_calls`` and
+  ``.tool_calls``; spans carry ``gen_ai.usage.cache_write.input_tokens``.
+- **legacy** (``gen_ai_legacy``): **semantic-conventions v1.41.0**, the
+  names Smoke emitted before: ``gen_ai.client.operation.duration``,
+  ``gen_ai.client.token.usage`` (by ``gen_ai.token.type``),
+  ``gen_ai.usage.cache_creation.input_tokens``; no call-count histograms.
+  For dashboards that have not moved yet; when both values are listed the
+  latest names win.
+
+No ``opentelemetry`` import here: this module is read by the cheap part of
+the plugin too.
 """
 
 from __future__ import annotations
 
-SEMCONV_VERSION = "1.41.0"
-SCHEMA_URL = f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}"
+import os
+from dataclasses import dataclass
+
+#: the release of open-telemetry/semantic-conventions-genai the latest names come from
+GENAI_SEMCONV_VERSION = "0.1.0"
+#: the semantic-conventions release it depends on (the schema URL of the latest names)
+GENAI_BASE_SEMCONV_VERSION = "1.45.0"
+#: the semantic-conventions release of the legacy names
+LEGACY_SEMCONV_VERSION = "1.41.0"
+OPT_IN_ENV = "OTEL_SEMCONV_STABILITY_OPT_IN"
+OPT_IN_LATEST = "gen_ai_latest_experimental"
+OPT_IN_LEGACY = "gen_ai_legacy"
+SEMCONV_VERSION = GENAI_SEMCONV_VERSION
+SCHEMA_URL = f"https://opentelemetry.io/schemas/{GENAI_BASE_SEMCONV_VERSION}"
 
 # ---------------------------------------------------------------- operations
 OP_INVOKE_AGENT = "invoke_agent"
@@ -31,9 +58,13 @@ RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
 USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
 USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
 USAGE_CACHE_READ = "gen_ai.usage.cache_read.input_tokens"
-USAGE_CACHE_CREATION = "gen_ai.usage.cache_creation.input_tokens"
+USAGE_CACHE_WRITE = "gen_ai.usage.cache_write.input_tokens"
+USAGE_CACHE_CREATION = "gen_ai.usage.cache_creation.input_tokens"  # legacy (v1.41.0)
 USAGE_REASONING = "gen_ai.usage.reasoning.output_tokens"
-TOKEN_TYPE = "gen_ai.token.type"
+TOKEN_TYPE = "gen_ai.token.type"  # legacy (v1.41.0)
+TOKEN_MODALITY = "gen_ai.token.modality"
+RESPONSE_MODEL = "gen_ai.response.model"
+RESPONSE_ID = "gen_ai.response.id"
 TOOL_NAME = "gen_ai.tool.name"
 TOOL_CALL_ID = "gen_ai.tool.call.id"
 TOOL_TYPE = "gen_ai.tool.type"
@@ -42,6 +73,7 @@ TOOL_DESCRIPTION = "gen_ai.tool.description"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+TOOL_DEFINITIONS = "gen_ai.tool.definitions"
 TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 # request settings (from the agent's model_settings)
@@ -49,7 +81,7 @@ REQUEST_SETTINGS = {
     "max_tokens": ("gen_ai.request.max_tokens", int),
     "temperature": ("gen_ai.request.temperature", float),
     "top_p": ("gen_ai.request.top_p", float),
-    "top_k": ("gen_ai.request.top_k", float),
+    "top_k": ("gen_ai.request.top_k", int),  # v0.1.0: int (v1.41.0: double)
     "seed": ("gen_ai.request.seed", int),
     "frequency_penalty": ("gen_ai.request.frequency_penalty", float),
     "presence_penalty": ("gen_ai.request.presence_penalty", float),
@@ -90,14 +122,28 @@ HOOK_DECISION = "smoke.hook.decision"
 HOOK_EXIT_CODE = "smoke.hook.exit_code"
 
 # ---------------------------------------------------------------- metrics
+# latest (semantic-conventions-genai v0.1.0)
+METRIC_INFERENCE_DURATION = "gen_ai.client.inference.duration"
+METRIC_USAGE_INPUT = "gen_ai.client.inference.usage.input_tokens"
+METRIC_USAGE_OUTPUT = "gen_ai.client.inference.usage.output_tokens"
+METRIC_USAGE_CACHE_READ = "gen_ai.client.inference.usage.cache_read.input_tokens"
+METRIC_USAGE_CACHE_WRITE = "gen_ai.client.inference.usage.cache_write.input_tokens"
+METRIC_USAGE_REASONING = "gen_ai.client.inference.usage.reasoning.output_tokens"
+METRIC_OPERATION_INPUT_TOKENS = "gen_ai.client.inference.operation.input_tokens"
+METRIC_OPERATION_OUTPUT_TOKENS = "gen_ai.client.inference.operation.output_tokens"
+METRIC_INFERENCE_CALLS = "gen_ai.invoke_agent.inference_calls"
+METRIC_TOOL_CALLS = "gen_ai.invoke_agent.tool_calls"
+# legacy (semantic-conventions v1.41.0)
 METRIC_TOKEN_USAGE = "gen_ai.client.token.usage"
 METRIC_OPERATION_DURATION = "gen_ai.client.operation.duration"
+# both
 METRIC_TOOL_DURATION = "gen_ai.execute_tool.duration"
 METRIC_AGENT_DURATION = "gen_ai.invoke_agent.duration"
 METRIC_WARNINGS = "smoke.warnings"
 METRIC_FAILURES = "smoke.failures"
 #: the bucket boundaries the conventions advise for the two client histograms
 TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
+CALL_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
 DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
 
 #: Smoke provider names -> ``gen_ai.provider.name`` well-known values; any
@@ -123,3 +169,34 @@ TOOL_OUTCOMES = {
     "tool_not_found": "not_found",
     "tool_cancelled": "cancelled",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class Names:
+    """Which convention names this process emits (see the module docstring)."""
+
+    mode: str
+    version: str
+    schema_url: str
+    #: the span attribute for tokens written to a provider cache
+    cache_write_attr: str
+
+    @property
+    def latest(self) -> bool:
+        return self.mode == "latest"
+
+
+LATEST = Names("latest", f"semantic-conventions-genai v{GENAI_SEMCONV_VERSION}", SCHEMA_URL, USAGE_CACHE_WRITE)
+LEGACY = Names("legacy", f"semantic-conventions v{LEGACY_SEMCONV_VERSION}",
+               f"https://opentelemetry.io/schemas/{LEGACY_SEMCONV_VERSION}", USAGE_CACHE_CREATION)
+
+
+def names_from_env(environ: dict[str, str] | None = None) -> Names:
+    """The names ``OTEL_SEMCONV_STABILITY_OPT_IN`` asks for: the latest unless it
+    lists ``gen_ai_legacy`` without ``gen_ai_latest_experimental``. Other
+    categories in the list (``http``, ``database``...) are not ours and are ignored."""
+    raw = (os.environ if environ is None else environ).get(OPT_IN_ENV, "")
+    values = {v.strip().lower() for v in raw.split(",") if v.strip()}
+    if OPT_IN_LEGACY in values and OPT_IN_LATEST not in values:
+        return LEGACY
+    return LATEST

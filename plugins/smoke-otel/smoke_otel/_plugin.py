@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-import time
+from time import time_ns
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -32,9 +32,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("smoke")
 
-#: events the plugin listens to (run.warning: retries and warnings; step.ended:
-#: the finish reason; permission.*: approvals on the tool span)
-EVENTS = ("run.warning", "step.ended", "permission.required", "permission.resolved", "hook.completed")
+#: events the plugin listens to (run.warning: retries and warnings; permission.*:
+#: approvals on the tool span; hook.completed: command hooks). None comes once per step.
+EVENTS = ("run.warning", "permission.required", "permission.resolved", "hook.completed")
+#: model calls whose token counts are summed before they are added to the usage counters
+#: (the counters' totals are exact; they reach the meter at most this many calls late, and at the run's end)
+USAGE_FLUSH_CALLS = 32
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
 
 _configured = False
 _configure_lock = threading.Lock()
@@ -63,12 +67,18 @@ def owned_providers() -> list[Any]:
     return list(_setup.owned) if _setup is not None else []
 
 
+_task_of: Any = None
+
+
 def _current_task() -> Any:
-    asyncio = sys.modules.get("asyncio")  # not imported at plugin load: `smoke --help` stays light
-    if asyncio is None:
-        return None  # no event loop has ever run, so no task
+    global _task_of
+    if _task_of is None:
+        asyncio = sys.modules.get("asyncio")  # not imported at plugin load: `smoke --help` stays light
+        if asyncio is None:
+            return None  # no event loop has ever run, so no task
+        _task_of = asyncio.current_task
     try:
-        return asyncio.current_task()
+        return _task_of()
     except RuntimeError:
         return None
 
@@ -86,10 +96,14 @@ class _Open:
 
 
 class _Chat(_Open):
+    # one per model call: the fields are set here, without a call to the base's __init__
     __slots__ = ("attempts", "end_ns", "error", "in_flight", "response", "usage")
 
     def __init__(self, span: Any, start_ns: int) -> None:
-        super().__init__(span, start_ns)
+        self.span = span
+        self.start_ns = start_ns
+        self.token = None
+        self.task = None
         self.end_ns: int | None = None
         self.error: AgentErrorInfo | None = None
         self.in_flight = True
@@ -102,17 +116,36 @@ class _Tool(_Open):
     __slots__ = ("args_recorded", "name")
 
     def __init__(self, span: Any, start_ns: int, name: str) -> None:
-        super().__init__(span, start_ns)
+        self.span = span
+        self.start_ns = start_ns
+        self.token = None
+        self.task = None
         self.name = name
         self.args_recorded = False
+
+
+class _ToolKind:
+    """What a run knows about one tool, made on its first call: the span's
+    name, its start attributes (the call id is added per call) and the
+    duration metric's attributes of a call that succeeded."""
+
+    __slots__ = ("attrs", "ok_metric", "span_name", "type")
+
+    def __init__(self, name: str, attrs: dict[str, Any]) -> None:
+        self.attrs = attrs
+        self.type = attrs[c.TOOL_TYPE]
+        self.span_name = f"execute_tool {name}"
+        self.ok_metric = {c.OPERATION_NAME: c.OP_EXECUTE_TOOL, c.TOOL_NAME: name, c.TOOL_TYPE: self.type}
 
 
 class _Run(_Open):
     """What the plugin keeps about one run."""
 
     __slots__ = (
-        "agent_attrs", "agent_name", "capture", "chat", "chat_attrs", "ctx", "depth", "duration_attrs",
-        "model", "provider_attrs", "redactor", "tokens_in", "tokens_out", "tool_attrs", "tools", "unsubscribe",
+        "agent_attrs", "agent_name", "capture", "chat", "chat_attrs", "chat_name", "ctx", "depth",
+        "duration_attrs", "inference_calls", "model", "provider_attrs", "redactor", "tokens_in", "tokens_out",
+        "tool_attrs", "tool_calls", "tool_definitions", "tools", "unsubscribe", "usage_attrs", "usage_calls",
+        "usage_sum",
     )
 
     def __init__(self, span: Any, start_ns: int) -> None:
@@ -120,10 +153,11 @@ class _Run(_Open):
         self.ctx: Any = None
         self.chat: _Chat | None = None
         self.tools: dict[str, _Tool] = {}
-        self.tool_attrs: dict[str, dict[str, Any]] = {}
+        self.tool_attrs: dict[str, _ToolKind] = {}
         self.unsubscribe: list[Any] = []
         self.agent_name = ""
         self.model = ""
+        self.chat_name = ""
         self.capture = False
         self.redactor: Redactor
         self.depth = 0
@@ -133,6 +167,13 @@ class _Run(_Open):
         self.tokens_in: dict[str, Any] = {}
         self.tokens_out: dict[str, Any] = {}
         self.duration_attrs: dict[str, Any] = {}
+        self.inference_calls = 0
+        self.tool_calls = 0
+        #: token counts summed per model until they are added to the counters (latest names)
+        self.usage_sum: dict[str, list[int]] = {}
+        self.usage_attrs: dict[str, dict[str, Any]] = {}
+        self.usage_calls = 0
+        self.tool_definitions: str | None = None
 
 
 def _server_attrs(provider: Any) -> dict[str, Any]:
@@ -186,6 +227,9 @@ class OtelPlugin:
         ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
     :param agent_name: ``gen_ai.agent.name`` of top-level runs (default: the
         ``otel_agent_name`` setting, else ``"smoke"``).
+    :param semconv: ``"latest"`` (semantic-conventions-genai v0.1.0) or
+        ``"legacy"`` (semantic-conventions v1.41.0) names; None =
+        ``OTEL_SEMCONV_STABILITY_OPT_IN`` (``gen_ai_legacy`` for the old names).
     """
 
     def __init__(
@@ -195,7 +239,12 @@ class OtelPlugin:
         meter_provider: Any = None,
         capture_content: bool | None = None,
         agent_name: str | None = None,
+        semconv: str | None = None,
     ) -> None:
+        if semconv not in (None, "latest", "legacy"):
+            raise ValueError(f"semconv must be 'latest', 'legacy' or None (OTEL_SEMCONV_STABILITY_OPT_IN), "
+                             f"got {semconv!r}")
+        self._semconv = semconv
         self._tracer_provider = tracer_provider
         self._meter_provider = meter_provider
         self._capture = capture_content
@@ -217,7 +266,8 @@ class OtelPlugin:
         if tel is None:
             from ._telemetry import Telemetry
 
-            tel = self._telemetry = Telemetry(self._tracer_provider, self._meter_provider)
+            names = {"latest": c.LATEST, "legacy": c.LEGACY}.get(self._semconv or "") or c.names_from_env()
+            tel = self._telemetry = Telemetry(self._tracer_provider, self._meter_provider, names)
         return tel
 
     def _capture_for(self, run: RunHandle) -> bool:
@@ -255,7 +305,8 @@ class OtelPlugin:
         else:
             capture, redactor = parent.capture, parent.redactor
             tool = parent.tools.get(run.parent_tool_call_id or "")
-            agent_name = f"{parent.agent_name}/{tool.name if tool else 'subagent'}"
+            # named by its definition (the task tool's agent type) when it has one
+            agent_name = getattr(run, "agent_name", None) or f"{parent.agent_name}/{tool.name if tool else 'subagent'}"
             parent_ctx = tel.set_span_in_context(tool.span if tool else parent.span)
 
         provider_attrs: dict[str, Any] = {c.PROVIDER_NAME: c.PROVIDER_NAMES.get(provider_name, provider_name),
@@ -271,7 +322,7 @@ class OtelPlugin:
 
             attrs[c.INPUT_MESSAGES] = dump([{"role": "user", "parts": [{"type": "text", "content": run.task}]}],
                                            redactor)
-        start = time.time_ns()
+        start = time_ns()
         span = tel.start_span(f"invoke_agent {agent_name}", parent_ctx, tel.INTERNAL, attrs, start)
         rt = _Run(span, start)
         rt.ctx = tel.set_span_in_context(span, parent_ctx)
@@ -287,6 +338,7 @@ class OtelPlugin:
 
     def _set_model(self, rt: _Run, model: str, agent: Any, session_id: str | None) -> None:
         rt.model = model
+        rt.chat_name = f"chat {model}"
         base = {**rt.provider_attrs, c.REQUEST_MODEL: model}
         chat = {c.OPERATION_NAME: c.OP_CHAT, **base, **_request_settings(agent)}
         if session_id:
@@ -295,6 +347,8 @@ class OtelPlugin:
         rt.duration_attrs = {c.OPERATION_NAME: c.OP_CHAT, **base}
         rt.tokens_in = {**rt.duration_attrs, c.TOKEN_TYPE: "input"}
         rt.tokens_out = {**rt.duration_attrs, c.TOKEN_TYPE: "output"}
+        # Smoke's providers report usage without a breakdown by modality: the conventions' `unknown`
+        rt.usage_attrs.setdefault(model, {**rt.duration_attrs, c.TOKEN_MODALITY: "unknown"})
         rt.agent_attrs[c.REQUEST_MODEL] = model
 
     @hookimpl
@@ -330,7 +384,7 @@ class OtelPlugin:
         if error_type is not None:
             attrs[c.ERROR_TYPE] = error_type
         span.set_attributes(attrs)
-        now = time.time_ns()
+        now = time_ns()
         span.end(end_time=now)
         self._detach(rt)
         duration_attrs = rt.agent_attrs
@@ -338,21 +392,51 @@ class OtelPlugin:
             duration_attrs = {**duration_attrs, c.ERROR_TYPE: error_type}
             tel.failures.add(1, {c.ERROR_TYPE: error_type, c.OPERATION_NAME: c.OP_INVOKE_AGENT})
         tel.agent_duration.record((now - rt.start_ns) / 1e9, duration_attrs)
+        if tel.names.latest:
+            self._flush_usage(rt)
+            tel.inference_calls.record(rt.inference_calls, rt.agent_attrs)
+            tel.tool_calls.record(rt.tool_calls, rt.agent_attrs)
+
+    def _flush_usage(self, rt: _Run) -> None:
+        """Add the summed token counts to the usage counters (one add per counter and model)."""
+        tel = self._telemetry
+        assert tel is not None
+        counters = tel.usage_counters
+        for model, sums in rt.usage_sum.items():
+            attrs = rt.usage_attrs[model]
+            for key, value in zip(_USAGE_KEYS, sums, strict=True):
+                if value or key in ("input_tokens", "output_tokens"):
+                    counters[key].add(value, attrs)
+        rt.usage_sum.clear()
+        rt.usage_calls = 0
 
     # ------------------------------------------------------------ model calls
+    # The four per-step hooks (before/after_model_call, before/after_tool_call) are written for the
+    # common case — one model, content capture off, no error — with the attribute dicts made once per
+    # run (or per tool) and each span's attributes set in two calls: at its start, and once at its end.
 
     @hookimpl(trylast=True)  # last in the chain: sees the request as sent, and no one blocks after it
-    def before_model_call(self, messages: list[dict[str, Any]], system: str | None, model: str, run: RunHandle) -> None:
+    def before_model_call(self, messages: list[dict[str, Any]], system: str | None, model: str, run: RunHandle,
+                          tools: list[dict[str, Any]] | None) -> None:
         rt = self._runs.get(run.run_id)
         if rt is None:
             return
         try:
-            self._start_chat(rt, messages, system, model, run)
+            if rt.chat is None and model == rt.model and not rt.capture:
+                tel = self._telemetry
+                assert tel is not None
+                start = time_ns()
+                span = tel.tracer.start_span(rt.chat_name, context=rt.ctx, kind=tel.CLIENT,
+                                             attributes=rt.chat_attrs, start_time=start)
+                chat = rt.chat = _Chat(span, start)
+                chat.token, chat.task = tel.attach(tel.set_span_in_context(span, rt.ctx)), _current_task()
+            else:
+                self._start_chat(rt, messages, system, model, run, tools)
         except Exception:  # before-hooks fail closed: telemetry must never stop a run
             log.exception("smoke-otel: could not start the chat span (ignored)")
 
     def _start_chat(self, rt: _Run, messages: list[dict[str, Any]], system: str | None, model: str,
-                    run: RunHandle) -> None:
+                    run: RunHandle, tools: list[dict[str, Any]] | None = None) -> None:
         if rt.chat is not None:
             self._finish_chat(rt, rt.chat, None)
         if model != rt.model:  # a subagent on another model
@@ -365,27 +449,33 @@ class OtelPlugin:
             attrs = {**attrs, c.INPUT_MESSAGES: dump(input_messages(messages), rt.redactor)}
             if system:
                 attrs[c.SYSTEM_INSTRUCTIONS] = dump(system_instructions(system), rt.redactor)
-        start = time.time_ns()
+            if tools and self._telemetry is not None and self._telemetry.names.latest:
+                if rt.tool_definitions is None:  # a run's tools are fixed when it starts: once per run
+                    from ._content import tool_definitions
+
+                    rt.tool_definitions = dump(tool_definitions(tools), rt.redactor)
+                attrs[c.TOOL_DEFINITIONS] = rt.tool_definitions
+        start = time_ns()
         tel = self._telemetry
         assert tel is not None
-        chat = _Chat(tel.start_span(f"chat {model}", rt.ctx, tel.CLIENT, attrs, start), start)
+        chat = _Chat(tel.start_span(rt.chat_name, rt.ctx, tel.CLIENT, attrs, start), start)
         chat.token, chat.task = tel.attach(tel.set_span_in_context(chat.span, rt.ctx)), _current_task()
         rt.chat = chat
 
     @hookimpl
     def after_model_call(self, response: dict[str, Any] | None, usage: dict[str, Any], duration_ms: float,
-                         error: AgentErrorInfo | None, run: RunHandle) -> None:
+                         error: AgentErrorInfo | None, run: RunHandle, finish_reason: str | None,
+                         response_model: str | None, response_id: str | None) -> None:
         rt = self._runs.get(run.run_id)
         if rt is None:
             return
-        now = time.time_ns()
+        now = time_ns()
         chat = rt.chat
         if chat is None:  # our before_model_call did not run for this call (it failed): make the span now
             start = now - int(duration_ms * 1e6)
             tel = self._telemetry
             assert tel is not None
-            chat = rt.chat = _Chat(tel.start_span(f"chat {rt.model}", rt.ctx, tel.CLIENT, rt.chat_attrs, start),
-                                   start)
+            chat = rt.chat = _Chat(tel.start_span(rt.chat_name, rt.ctx, tel.CLIENT, rt.chat_attrs, start), start)
         chat.end_ns = now
         chat.in_flight = False
         chat.attempts += 1
@@ -395,44 +485,56 @@ class OtelPlugin:
         chat.error = None
         chat.usage = usage
         chat.response = response
-        self._detach(chat)
-        if rt.depth:  # a subagent's step.ended stays inside it: no finish reason to wait for
-            self._finish_chat(rt, chat, None)
+        self._finish_chat(rt, chat, finish_reason, response_model=response_model, response_id=response_id)
 
     def _finish_chat(self, rt: _Run, chat: _Chat, finish_reason: str | None, *, cancelled: bool = False,
-                     run_error: AgentErrorInfo | None = None) -> None:
+                     run_error: AgentErrorInfo | None = None, response_model: str | None = None,
+                     response_id: str | None = None) -> None:
         tel = self._telemetry
         assert tel is not None
-        ERROR = tel.ERROR
         rt.chat = None
         span = chat.span
-        attrs: dict[str, Any] = {}
         error_type: str | None = None
         if chat.in_flight:  # the run ended while the call (or the wait before a retry) was going on
-            chat.end_ns = time.time_ns()
+            chat.end_ns = time_ns()
             if cancelled:
                 error_type = "provider_cancelled"
-                span.set_status(ERROR, "the model call was cancelled: the run was aborted")
+                span.set_status(tel.ERROR, "the model call was cancelled: the run was aborted")
             else:
                 error_type = run_error.code if run_error is not None else "_OTHER"
-                span.set_status(ERROR, run_error.message if run_error is not None else "the model call did not end")
+                span.set_status(tel.ERROR,
+                                run_error.message if run_error is not None else "the model call did not end")
         elif chat.error is not None:
             error_type = chat.error.code
-            span.set_status(ERROR, rt.redactor.redact(chat.error.message))
+            span.set_status(tel.ERROR, rt.redactor.redact(chat.error.message))
         usage = chat.usage
+        input_tokens = output_tokens = 0
+        attrs: dict[str, Any]
         if usage:
-            attrs[c.USAGE_INPUT_TOKENS] = usage.get("input_tokens") or 0
-            attrs[c.USAGE_OUTPUT_TOKENS] = usage.get("output_tokens") or 0
-            if usage.get("cache_read_tokens"):
-                attrs[c.USAGE_CACHE_READ] = usage["cache_read_tokens"]
-            if usage.get("cache_write_tokens"):
-                attrs[c.USAGE_CACHE_CREATION] = usage["cache_write_tokens"]
-            if usage.get("reasoning_tokens"):
-                attrs[c.USAGE_REASONING] = usage["reasoning_tokens"]
-            if usage.get("cost_usd") is not None:
-                attrs[c.COST_USD] = float(usage["cost_usd"])
+            get = usage.get
+            input_tokens = get("input_tokens") or 0
+            output_tokens = get("output_tokens") or 0
+            cache_read = get("cache_read_tokens") or 0
+            cache_write = get("cache_write_tokens") or 0
+            reasoning = get("reasoning_tokens") or 0
+            cost = get("cost_usd")
+            attrs = {c.USAGE_INPUT_TOKENS: input_tokens, c.USAGE_OUTPUT_TOKENS: output_tokens}
+            if cache_read:
+                attrs[c.USAGE_CACHE_READ] = cache_read
+            if cache_write:
+                attrs[tel.names.cache_write_attr] = cache_write
+            if reasoning:
+                attrs[c.USAGE_REASONING] = reasoning
+            if cost is not None:
+                attrs[c.COST_USD] = float(cost)
+        else:
+            attrs = {}
         if finish_reason:
             attrs[c.RESPONSE_FINISH_REASONS] = (finish_reason,)
+        if response_model:
+            attrs[c.RESPONSE_MODEL] = response_model
+        if response_id:
+            attrs[c.RESPONSE_ID] = response_id
         if chat.attempts > 1:
             attrs[c.MODEL_ATTEMPTS] = chat.attempts
         if error_type is not None:
@@ -441,27 +543,49 @@ class OtelPlugin:
             from ._content import dump, output_messages
 
             attrs[c.OUTPUT_MESSAGES] = dump(output_messages(chat.response, finish_reason), rt.redactor)
-        end = chat.end_ns or time.time_ns()
-        span.set_attributes(attrs)
+        end = chat.end_ns or time_ns()
+        if attrs:
+            span.set_attributes(attrs)  # the end's attributes in one call
         span.end(end_time=end)
-        self._detach(chat)
+        token = chat.token
+        if token is not None:  # _detach, inline
+            chat.token = None
+            if chat.task is _current_task():
+                tel.detach(token)
         seconds = (end - chat.start_ns) / 1e9
-        if error_type is None:
-            tel.operation_duration.record(seconds, rt.duration_attrs)
-        else:
-            tel.operation_duration.record(seconds, {**rt.duration_attrs, c.ERROR_TYPE: error_type})
+        rt.inference_calls += 1
+        metric_attrs = rt.duration_attrs
+        if error_type is not None:
+            metric_attrs = {**metric_attrs, c.ERROR_TYPE: error_type}
             tel.failures.add(1, {c.ERROR_TYPE: error_type, c.OPERATION_NAME: c.OP_CHAT})
-        if usage and (usage.get("input_tokens") or usage.get("output_tokens")):
-            tel.token_usage.record(usage.get("input_tokens") or 0, rt.tokens_in)
-            tel.token_usage.record(usage.get("output_tokens") or 0, rt.tokens_out)
+        tel.operation_duration.record(seconds, metric_attrs)
+        if tel.latest:
+            # every inference operation, failed ones with 0 (the conventions' rule for these two histograms)
+            tel.operation_input_tokens.record(input_tokens, metric_attrs)
+            tel.operation_output_tokens.record(output_tokens, metric_attrs)
+            if usage:
+                sums = rt.usage_sum.get(rt.model)
+                if sums is None:
+                    sums = rt.usage_sum[rt.model] = [0, 0, 0, 0, 0]
+                sums[0] += input_tokens  # in _USAGE_KEYS order
+                sums[1] += output_tokens
+                sums[2] += cache_read
+                sums[3] += cache_write
+                sums[4] += reasoning
+                rt.usage_calls += 1
+                if rt.usage_calls >= USAGE_FLUSH_CALLS:
+                    self._flush_usage(rt)
+        elif input_tokens or output_tokens:
+            tel.token_usage.record(input_tokens, rt.tokens_in)
+            tel.token_usage.record(output_tokens, rt.tokens_out)
 
     # ------------------------------------------------------------ tool calls
 
-    def _tool_attrs(self, rt: _Run, name: str, run: RunHandle) -> dict[str, Any]:
-        attrs = rt.tool_attrs.get(name)
-        if attrs is None:
+    def _tool_kind(self, rt: _Run, name: str, run: RunHandle) -> _ToolKind:
+        kind = rt.tool_attrs.get(name)
+        if kind is None:
             tool = run.tools.get(name)
-            attrs = {c.OPERATION_NAME: c.OP_EXECUTE_TOOL, c.TOOL_NAME: name}
+            attrs: dict[str, Any] = {c.OPERATION_NAME: c.OP_EXECUTE_TOOL, c.TOOL_NAME: name}
             if tool is not None and tool.group == "mcp" and "__" in name:
                 server, _, remote = name.partition("__")
                 attrs.update({c.TOOL_TYPE: "extension", c.MCP_METHOD_NAME: "tools/call", c.MCP_SERVER: server,
@@ -470,8 +594,8 @@ class OtelPlugin:
                 attrs[c.TOOL_TYPE] = "function"
             if tool is not None:
                 attrs[c.TOOL_DESCRIPTION] = tool.description
-            rt.tool_attrs[name] = attrs
-        return attrs
+            kind = rt.tool_attrs[name] = _ToolKind(name, attrs)
+        return kind
 
     @hookimpl(trylast=True)  # last in the chain: the arguments as they will run
     def before_tool_call(self, tool_name: str, input: dict[str, Any], tool_call_id: str, run: RunHandle) -> None:
@@ -479,25 +603,23 @@ class OtelPlugin:
         if rt is None:
             return
         try:
-            self._start_tool(rt, tool_name, input, tool_call_id, run)
+            kind = rt.tool_attrs.get(tool_name) or self._tool_kind(rt, tool_name, run)
+            attrs = {**kind.attrs, c.TOOL_CALL_ID: tool_call_id}
+            capture = rt.capture
+            if capture:
+                from ._content import dump
+
+                attrs[c.TOOL_CALL_ARGUMENTS] = dump(input, rt.redactor)
+            tel = self._telemetry
+            assert tel is not None
+            start = time_ns()
+            span = tel.tracer.start_span(kind.span_name, context=rt.ctx, kind=tel.INTERNAL, attributes=attrs,
+                                         start_time=start)
+            tool = rt.tools[tool_call_id] = _Tool(span, start, tool_name)
+            tool.args_recorded = capture
+            tool.token, tool.task = tel.attach(tel.set_span_in_context(span, rt.ctx)), _current_task()
         except Exception:  # before-hooks fail closed: telemetry must never block a call
             log.exception("smoke-otel: could not start the tool span (ignored)")
-
-    def _start_tool(self, rt: _Run, tool_name: str, input: dict[str, Any], tool_call_id: str,
-                    run: RunHandle) -> None:
-        attrs = {**self._tool_attrs(rt, tool_name, run), c.TOOL_CALL_ID: tool_call_id}
-        if rt.capture:
-            from ._content import dump
-
-            attrs[c.TOOL_CALL_ARGUMENTS] = dump(input, rt.redactor)
-        start = time.time_ns()
-        tel = self._telemetry
-        assert tel is not None
-        tool = _Tool(tel.start_span(f"execute_tool {tool_name}", rt.ctx, tel.INTERNAL, attrs, start), start,
-                     tool_name)
-        tool.args_recorded = rt.capture
-        tool.token, tool.task = tel.attach(tel.set_span_in_context(tool.span, rt.ctx)), _current_task()
-        rt.tools[tool_call_id] = tool
 
     @hookimpl
     def after_tool_call(self, tool_name: str, input: dict[str, Any], tool_call_id: str, result: ToolResult,
@@ -507,40 +629,47 @@ class OtelPlugin:
             return
         tel = self._telemetry
         assert tel is not None
+        rt.tool_calls += 1
         tool = rt.tools.pop(tool_call_id, None)
+        kind = rt.tool_attrs.get(tool_name) or self._tool_kind(rt, tool_name, run)
         if tool is None:  # refused before before_tool_call: invalid input, unknown tool, an earlier hook's block
-            start = time.time_ns() - int(duration_ms * 1e6)
-            attrs = {**self._tool_attrs(rt, tool_name, run), c.TOOL_CALL_ID: tool_call_id}
-            tool = _Tool(tel.start_span(f"execute_tool {tool_name}", rt.ctx, tel.INTERNAL, attrs, start),
-                         start, tool_name)
+            start = time_ns() - int(duration_ms * 1e6)
+            attrs = {**kind.attrs, c.TOOL_CALL_ID: tool_call_id}
+            tool = _Tool(tel.start_span(kind.span_name, rt.ctx, tel.INTERNAL, attrs, start), start, tool_name)
         span = tool.span
-        end: dict[str, Any]
-        if error is None:
-            end = {c.TOOL_OUTCOME: "ok"}
+        if error is None and not rt.capture:
+            span.set_attribute(c.TOOL_OUTCOME, "ok")  # the end's one attribute
         else:
-            outcome = "blocked" if blocked else c.TOOL_OUTCOMES.get(error.code, "error")
-            end = {c.TOOL_OUTCOME: outcome, c.ERROR_TYPE: error.code}
-            plugin = (error.details or {}).get("plugin") if blocked else None
-            if plugin:
-                end[c.TOOL_BLOCKED_BY] = str(plugin)
-            span.set_status(tel.ERROR, error.message)
-        if rt.capture:
-            from ._content import dump
+            end: dict[str, Any]
+            if error is None:
+                end = {c.TOOL_OUTCOME: "ok"}
+            else:
+                outcome = "blocked" if blocked else c.TOOL_OUTCOMES.get(error.code, "error")
+                end = {c.TOOL_OUTCOME: outcome, c.ERROR_TYPE: error.code}
+                plugin = (error.details or {}).get("plugin") if blocked else None
+                if plugin:
+                    end[c.TOOL_BLOCKED_BY] = str(plugin)
+                span.set_status(tel.ERROR, error.message)
+            if rt.capture:
+                from ._content import dump
 
-            if not tool.args_recorded:
-                end[c.TOOL_CALL_ARGUMENTS] = dump(input, rt.redactor)
-            end[c.TOOL_CALL_RESULT] = dump(
-                "\n".join(str(b.get("text", "")) for b in result.content if b.get("type") == "text"), rt.redactor
-            )
-        span.set_attributes(end)
+                if not tool.args_recorded:
+                    end[c.TOOL_CALL_ARGUMENTS] = dump(input, rt.redactor)
+                end[c.TOOL_CALL_RESULT] = dump(
+                    "\n".join(str(b.get("text", "")) for b in result.content if b.get("type") == "text"), rt.redactor
+                )
+            span.set_attributes(end)
         span.end()
-        self._detach(tool)
-        metric = rt.tool_attrs[tool_name]
-        metric_attrs = {c.OPERATION_NAME: c.OP_EXECUTE_TOOL, c.TOOL_NAME: tool_name, c.TOOL_TYPE: metric[c.TOOL_TYPE]}
-        if error is not None:
-            metric_attrs[c.ERROR_TYPE] = error.code
+        token = tool.token
+        if token is not None:  # _detach, inline
+            tool.token = None
+            if tool.task is _current_task():
+                tel.detach(token)
+        if error is None:
+            tel.tool_duration.record(duration_ms / 1000, kind.ok_metric)
+        else:
             tel.failures.add(1, {c.ERROR_TYPE: error.code, c.OPERATION_NAME: c.OP_EXECUTE_TOOL})
-        tel.tool_duration.record(duration_ms / 1000, metric_attrs)
+            tel.tool_duration.record(duration_ms / 1000, {**kind.ok_metric, c.ERROR_TYPE: error.code})
 
     # ------------------------------------------------------------ events
 
@@ -550,11 +679,7 @@ class OtelPlugin:
             return
         kind = event.type
         data = event.data
-        if kind == "step.ended":
-            chat = rt.chat
-            if chat is not None and not chat.in_flight and chat.error is None:
-                self._finish_chat(rt, chat, data.get("finish_reason"))
-        elif kind == "run.warning":
+        if kind == "run.warning":
             self._on_warning(rt, data)
         elif kind == "hook.completed":
             self._on_hook(rt, event)

@@ -30,26 +30,71 @@ class Telemetry:
     detach = staticmethod(otel_context.detach)
     get_current = staticmethod(otel_context.get_current)
 
-    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None) -> None:
+    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None, names: c.Names = c.LATEST) -> None:
         tp = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         mp = meter_provider if meter_provider is not None else metrics.get_meter_provider()
-        self.tracer = tp.get_tracer("smoke_otel", __version__, schema_url=c.SCHEMA_URL)
-        meter = mp.get_meter("smoke_otel", __version__, schema_url=c.SCHEMA_URL)
-        self.token_usage = meter.create_histogram(
-            c.METRIC_TOKEN_USAGE, unit="{token}", description="Number of input and output tokens used.",
-            explicit_bucket_boundaries_advisory=list(c.TOKEN_BUCKETS),
-        )
-        self.operation_duration = meter.create_histogram(
-            c.METRIC_OPERATION_DURATION, unit="s", description="GenAI operation duration.",
-            explicit_bucket_boundaries_advisory=list(c.DURATION_BUCKETS),
-        )
+        self.names = names
+        self.latest = names.latest
+        self.tracer = tp.get_tracer("smoke_otel", __version__, schema_url=names.schema_url)
+        meter = mp.get_meter("smoke_otel", __version__, schema_url=names.schema_url)
+        tokens, durations = list(c.TOKEN_BUCKETS), list(c.DURATION_BUCKETS)
+        if names.latest:
+            self.operation_duration = meter.create_histogram(
+                c.METRIC_INFERENCE_DURATION, unit="s", description="GenAI client inference operation duration.",
+                explicit_bucket_boundaries_advisory=durations,
+            )
+            #: the usage counters by the usage key Smoke reports them under
+            self.usage_counters = {
+                key: meter.create_counter(name, unit="{token}", description=description)
+                for key, name, description in (
+                    ("input_tokens", c.METRIC_USAGE_INPUT, "The number of input (prompt) tokens used, including "
+                                                           "cached tokens."),
+                    ("output_tokens", c.METRIC_USAGE_OUTPUT, "The number of output (completion) tokens used, "
+                                                             "including reasoning tokens."),
+                    ("cache_read_tokens", c.METRIC_USAGE_CACHE_READ, "The number of input tokens served from a "
+                                                                     "provider-managed cache."),
+                    ("cache_write_tokens", c.METRIC_USAGE_CACHE_WRITE, "The number of input tokens written to a "
+                                                                       "provider-managed cache."),
+                    ("reasoning_tokens", c.METRIC_USAGE_REASONING, "The number of output tokens used for "
+                                                                   "reasoning."),
+                )
+            }
+            self.operation_input_tokens = meter.create_histogram(
+                c.METRIC_OPERATION_INPUT_TOKENS, unit="{token}",
+                description="The number of input (prompt) tokens used per inference operation.",
+                explicit_bucket_boundaries_advisory=tokens,
+            )
+            self.operation_output_tokens = meter.create_histogram(
+                c.METRIC_OPERATION_OUTPUT_TOKENS, unit="{token}",
+                description="The number of output (completion) tokens used per inference operation.",
+                explicit_bucket_boundaries_advisory=tokens,
+            )
+            self.inference_calls = meter.create_histogram(
+                c.METRIC_INFERENCE_CALLS, unit="{inference_call}",
+                description="The number of inference operations in one agent invocation.",
+                explicit_bucket_boundaries_advisory=list(c.CALL_BUCKETS),
+            )
+            self.tool_calls = meter.create_histogram(
+                c.METRIC_TOOL_CALLS, unit="{tool_call}",
+                description="The number of tool calls in one agent invocation.",
+                explicit_bucket_boundaries_advisory=list(c.CALL_BUCKETS),
+            )
+        else:
+            self.operation_duration = meter.create_histogram(
+                c.METRIC_OPERATION_DURATION, unit="s", description="GenAI operation duration.",
+                explicit_bucket_boundaries_advisory=durations,
+            )
+            self.token_usage = meter.create_histogram(
+                c.METRIC_TOKEN_USAGE, unit="{token}", description="Number of input and output tokens used.",
+                explicit_bucket_boundaries_advisory=tokens,
+            )
         self.tool_duration = meter.create_histogram(
-            c.METRIC_TOOL_DURATION, unit="s", description="Duration of tool executions.",
-            explicit_bucket_boundaries_advisory=list(c.DURATION_BUCKETS),
+            c.METRIC_TOOL_DURATION, unit="s", description="The duration of a single tool execution.",
+            explicit_bucket_boundaries_advisory=durations,
         )
         self.agent_duration = meter.create_histogram(
-            c.METRIC_AGENT_DURATION, unit="s", description="Duration of agent invocations (Smoke runs).",
-            explicit_bucket_boundaries_advisory=list(c.DURATION_BUCKETS),
+            c.METRIC_AGENT_DURATION, unit="s", description="The end-to-end duration of a single agent invocation.",
+            explicit_bucket_boundaries_advisory=durations,
         )
         self.warnings = meter.create_counter(
             c.METRIC_WARNINGS, unit="{warning}",

@@ -105,6 +105,7 @@ class OTLPReceiver:
     url: str = ""
     spans: list[tuple[Any, Any, Any]] = field(default_factory=list)  # (resource, scope, span)
     metrics: list[tuple[Any, Any]] = field(default_factory=list)  # (resource, metric)
+    schema_urls: list[str] = field(default_factory=list)  # of each ScopeSpans received
     requests: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     changed: threading.Condition = field(default_factory=threading.Condition)
 
@@ -157,6 +158,7 @@ def _handler(receiver: OTLPReceiver) -> type[http.server.BaseHTTPRequestHandler]
                     receiver.requests.append((self.path, headers))
                     for rs in request.resource_spans:
                         for ss in rs.scope_spans:
+                            receiver.schema_urls.append(ss.schema_url)
                             receiver.spans.extend((rs.resource, ss.scope, s) for s in ss.spans)
                     receiver.changed.notify_all()
             elif self.path == "/v1/metrics":

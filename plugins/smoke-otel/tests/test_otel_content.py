@@ -47,6 +47,22 @@ def all_attributes(telemetry: Any) -> dict[str, Any]:
     return out
 
 
+async def test_no_content_attribute_and_no_message_json_without_capture(workspace, telemetry, monkeypatch):
+    """Content capture off: none of the opt-in attributes, and the messages are never turned into JSON."""
+    import smoke_otel._content as content
+
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    calls: list[str] = []
+    for name in ("dump", "input_messages", "output_messages", "tool_definitions"):
+        original = getattr(content, name)
+        monkeypatch.setattr(content, name, lambda *a, _o=original, _n=name, **k: (calls.append(_n), _o(*a, **k))[1])
+    await run_with(workspace, telemetry)
+    assert calls == []
+    opt_in = {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
+              "gen_ai.tool.definitions", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"}
+    assert not any(opt_in & set(span.attributes) for span in telemetry.spans())
+
+
 async def test_no_content_is_recorded_by_default(workspace, telemetry, monkeypatch):
     monkeypatch.setenv("MY_SERVICE_API_KEY", SECRET)
     await run_with(workspace, telemetry)
@@ -89,6 +105,10 @@ async def test_the_environment_variable_turns_content_on_with_secrets_redacted(w
     assert json.loads(second.attributes["gen_ai.output.messages"])[0]["finish_reason"] == "stop"
     root = telemetry.one("invoke_agent smoke")
     assert json.loads(root.attributes["gen_ai.input.messages"])[0]["parts"][0]["content"] == "Grab example.com please"
+    definitions = json.loads(first.attributes["gen_ai.tool.definitions"])
+    assert [d["name"] for d in definitions] == ["fetch"] and definitions[0]["type"] == "function"
+    assert definitions[0]["parameters"]["type"] == "object"
+    assert second.attributes["gen_ai.tool.definitions"] == first.attributes["gen_ai.tool.definitions"]
 
 
 async def test_the_setting_turns_content_on_and_overrides_the_environment(workspace, make_telemetry, monkeypatch):

@@ -86,13 +86,65 @@ async def test_spans_and_metrics_go_over_otlp_http_protobuf(workspace, otlp_rece
     assert otlp_receiver.attrs(bad.attributes)["error.type"] == "tool_invalid_input"
 
     metrics = {m.name: m for _, m in otlp_receiver.metrics}
-    assert {"gen_ai.client.token.usage", "gen_ai.client.operation.duration", "gen_ai.execute_tool.duration",
-            "gen_ai.invoke_agent.duration", "smoke.failures"} <= set(metrics)
-    usage = metrics["gen_ai.client.token.usage"]
-    assert usage.unit == "{token}"
-    points = {otlp_receiver.attrs(p.attributes)["gen_ai.token.type"]: p for p in usage.histogram.data_points}
-    assert (points["input"].sum, points["output"].sum) == (105, 16)
-    assert metrics["gen_ai.client.operation.duration"].unit == "s"
+    # semantic-conventions-genai v0.1.0 (the default names)
+    assert {"gen_ai.client.inference.duration", "gen_ai.client.inference.usage.input_tokens",
+            "gen_ai.client.inference.usage.output_tokens", "gen_ai.client.inference.operation.input_tokens",
+            "gen_ai.client.inference.operation.output_tokens", "gen_ai.invoke_agent.inference_calls",
+            "gen_ai.invoke_agent.tool_calls", "gen_ai.execute_tool.duration", "gen_ai.invoke_agent.duration",
+            "smoke.failures"} <= set(metrics)
+    assert not {"gen_ai.client.token.usage", "gen_ai.client.operation.duration"} & set(metrics)
+    for name, total in (("gen_ai.client.inference.usage.input_tokens", 105),
+                        ("gen_ai.client.inference.usage.output_tokens", 16)):
+        counter = metrics[name]
+        assert counter.unit == "{token}" and counter.sum.is_monotonic, name
+        [point] = counter.sum.data_points
+        attrs = otlp_receiver.attrs(point.attributes)
+        assert point.as_int == total and attrs["gen_ai.token.modality"] == "unknown", name
+        assert attrs["gen_ai.operation.name"] == "chat" and attrs["gen_ai.request.model"] == "scripted-model"
+    [op_in] = metrics["gen_ai.client.inference.operation.input_tokens"].histogram.data_points
+    assert (op_in.count, op_in.sum) == (3, 105)
+    [calls] = metrics["gen_ai.invoke_agent.inference_calls"].histogram.data_points
+    [tool_calls] = metrics["gen_ai.invoke_agent.tool_calls"].histogram.data_points
+    assert (calls.count, calls.sum, tool_calls.sum) == (1, 3, 2)
+    assert otlp_receiver.attrs(calls.attributes)["gen_ai.agent.name"] == "smoke"
+    [duration] = metrics["gen_ai.client.inference.duration"].histogram.data_points
+    assert duration.count == 3 and metrics["gen_ai.client.inference.duration"].unit == "s"
+    assert set(otlp_receiver.schema_urls) == {"https://opentelemetry.io/schemas/1.45.0"}
+    tp.shutdown()
+    mp.shutdown()
+
+
+async def test_the_legacy_names_on_request(workspace, otlp_receiver, monkeypatch):
+    """OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_legacy: semantic-conventions v1.41.0's names, over OTLP."""
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from smoke_otel import OtelPlugin
+
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "http, gen_ai_legacy")
+    tp = TracerProvider()
+    tp.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{otlp_receiver.url}/v1/traces")))
+    reader = PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=f"{otlp_receiver.url}/v1/metrics"),
+                                           export_interval_millis=3_600_000)
+    mp = MeterProvider(metric_readers=[reader])
+    provider = ScriptedProvider([{"text": "ok", "usage": {"input_tokens": 9, "output_tokens": 2,
+                                                          "cache_write_tokens": 4}}])
+    agent = create_agent(workspace, provider=provider, tools=[probe], autoload_plugins=False,
+                         plugins=[OtelPlugin(tracer_provider=tp, meter_provider=mp)])
+    assert (await agent.run("hi")).status == "completed"
+    mp.force_flush()
+    assert otlp_receiver.wait_for(lambda r: len(r.spans) == 2 and r.metrics)
+    names = {m.name for _, m in otlp_receiver.metrics}
+    assert {"gen_ai.client.token.usage", "gen_ai.client.operation.duration"} <= names
+    assert not any(n.startswith("gen_ai.client.inference.") or n.startswith("gen_ai.invoke_agent.inference")
+                   for n in names)
+    [chat] = otlp_receiver.span_named("chat scripted-model")
+    attrs = otlp_receiver.attrs(chat.attributes)
+    assert attrs["gen_ai.usage.cache_creation.input_tokens"] == 4 and "gen_ai.usage.cache_write.input_tokens" not in attrs
+    assert set(otlp_receiver.schema_urls) == {"https://opentelemetry.io/schemas/1.41.0"}
     tp.shutdown()
     mp.shutdown()
 
@@ -125,8 +177,8 @@ def test_the_standard_variables_are_enough(python, scripts, child_env, otlp_rece
     }
     [root] = otlp_receiver.span_named("invoke_agent smoke")
     assert otlp_receiver.attrs(root.attributes)["smoke.run.id"] == report["run_id"]
-    assert {m.name for _, m in otlp_receiver.metrics} >= {"gen_ai.client.token.usage",
-                                                          "gen_ai.client.operation.duration"}
+    assert {m.name for _, m in otlp_receiver.metrics} >= {"gen_ai.client.inference.usage.input_tokens",
+                                                          "gen_ai.client.inference.duration"}
 
 
 @pytest.mark.slow

@@ -274,8 +274,10 @@ async def test_a_model_call_retried_then_failing_ends_the_run_in_error(workspace
     failures = {(p.attributes["gen_ai.operation.name"], p.attributes["error.type"]): p.value
                 for p in metrics["smoke.failures"]}
     assert failures == {("chat", "provider_rate_limited"): 1, ("invoke_agent", "provider_rate_limited"): 1}
-    [duration] = metrics["gen_ai.client.operation.duration"]
+    [duration] = metrics["gen_ai.client.inference.duration"]
     assert duration.attributes["error.type"] == "provider_rate_limited"
+    [failed_tokens] = metrics["gen_ai.client.inference.operation.input_tokens"]  # failed calls count, with 0
+    assert (failed_tokens.count, failed_tokens.sum) == (1, 0)
 
 
 async def test_the_repeated_error_guard_names_the_run_error_and_keeps_the_call_error(workspace, telemetry):
@@ -393,7 +395,7 @@ async def test_a_subagent_run_is_a_child_of_its_task_tool_span(workspace, teleme
 
     root = telemetry.one("invoke_agent smoke")
     task_span = telemetry.one("execute_tool task")
-    child = telemetry.one("invoke_agent smoke/task")
+    child = telemetry.one("invoke_agent smoke/task")  # ctx.run_subagent without a name: parent/tool
     assert parent_id(task_span) == sid(root)
     assert parent_id(child) == sid(task_span)
     assert child.attributes["smoke.run.depth"] == 1
@@ -403,8 +405,9 @@ async def test_a_subagent_run_is_a_child_of_its_task_tool_span(workspace, teleme
     child_chats = [s for s in telemetry.named("chat") if parent_id(s) == sid(child)]
     root_chats = [s for s in telemetry.named("chat") if parent_id(s) == sid(root)]
     assert len(child_chats) == 2 and len(root_chats) == 2
-    # a subagent's finish reason is not known to plugins (its step.ended stays inside it)
-    assert all("gen_ai.response.finish_reasons" not in s.attributes for s in child_chats)
+    # chat spans carry their finish reasons, a subagent's too
+    assert sorted(tuple(s.attributes["gen_ai.response.finish_reasons"]) for s in child_chats) == [
+        ("stop",), ("tool_calls",)]
     assert all(s.attributes["gen_ai.usage.input_tokens"] == 12 for s in child_chats)
     assert len({s.context.trace_id for s in telemetry.spans()}) == 1
     assert task_span.start_time <= child.start_time <= child.end_time <= task_span.end_time
@@ -480,14 +483,23 @@ async def test_metrics_follow_the_conventions(workspace, telemetry):
     m = telemetry.metrics()
     base = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "scripted",
             "gen_ai.request.model": "scripted-model"}
-    usage = {p.attributes["gen_ai.token.type"]: p for p in m["gen_ai.client.token.usage"]}
-    assert dict(usage["input"].attributes) == {**base, "gen_ai.token.type": "input"}
-    assert (usage["input"].count, usage["input"].sum) == (3, 36)
-    assert (usage["output"].count, usage["output"].sum) == (3, 15)
-    assert list(usage["input"].explicit_bounds)[:3] == [1, 4, 16]  # the advised buckets
-    [duration] = m["gen_ai.client.operation.duration"]
+    assert "gen_ai.client.token.usage" not in m and "gen_ai.client.operation.duration" not in m
+    for name, total in (("gen_ai.client.inference.usage.input_tokens", 36),
+                        ("gen_ai.client.inference.usage.output_tokens", 15)):
+        [point] = m[name]
+        assert dict(point.attributes) == {**base, "gen_ai.token.modality": "unknown"} and point.value == total
+    assert "gen_ai.client.inference.usage.cache_read.input_tokens" not in m  # none was reported
+    per_call = {name: m[f"gen_ai.client.inference.operation.{name}"][0] for name in ("input_tokens", "output_tokens")}
+    assert (per_call["input_tokens"].count, per_call["input_tokens"].sum) == (3, 36)
+    assert (per_call["output_tokens"].count, per_call["output_tokens"].sum) == (3, 15)
+    assert list(per_call["input_tokens"].explicit_bounds)[:3] == [1, 4, 16]  # the advised buckets
+    [duration] = m["gen_ai.client.inference.duration"]
     assert dict(duration.attributes) == base and duration.count == 3
     assert list(duration.explicit_bounds)[:2] == [0.01, 0.02]
+    [inference_calls] = m["gen_ai.invoke_agent.inference_calls"]
+    [tool_calls] = m["gen_ai.invoke_agent.tool_calls"]
+    assert (inference_calls.count, inference_calls.sum, tool_calls.sum) == (1, 3, 2)
+    assert inference_calls.attributes["gen_ai.agent.name"] == "smoke"
     tools = {(p.attributes["gen_ai.tool.name"], p.attributes.get("error.type")): p.count
              for p in m["gen_ai.execute_tool.duration"]}
     assert tools == {("look", None): 1, ("broken", "tool_failed"): 1}
@@ -565,3 +577,82 @@ async def test_broken_telemetry_never_stops_a_run_or_blocks_a_call(workspace, ca
     assert result.status == "completed" and ran == ["a"]
     assert "could not start the chat span" in caplog.text and "could not start the tool span" in caplog.text
     assert "hook_failed" in warnings  # after_tool_call fails open, reported
+
+
+async def test_a_subagent_is_named_by_its_definition(workspace, telemetry):
+    @tool(read_only=True)
+    async def review(prompt: str, ctx: Any = None) -> str:
+        """Delegate to the reviewer."""
+        result = await ctx.run_subagent(prompt, system_prompt="You review.", name="code-reviewer")
+        return result.text or "none"
+
+    answers = {"parent": [{"tool_calls": [call("review", id="r1", prompt="review it")], **U}, {"text": "done", **U}],
+               "review it": [{"text": "looks fine", **U}]}
+    agent = create_agent(workspace, provider=ScriptedProvider([by_prompt(answers)] * 3), tools=[review],
+                         autoload_plugins=False, plugins=[telemetry.plugin])
+    assert (await agent.run("parent")).status == "completed"
+    child = telemetry.one("invoke_agent code-reviewer")
+    assert child.attributes["gen_ai.agent.name"] == "code-reviewer"
+    assert parent_id(child) == sid(telemetry.one("execute_tool review"))
+    calls = {p.attributes["gen_ai.agent.name"]: p.sum for p in telemetry.metrics()["gen_ai.invoke_agent.inference_calls"]}
+    assert calls == {"smoke": 2, "code-reviewer": 1}
+
+
+async def test_chat_spans_carry_finish_reasons_and_the_response_model(workspace, telemetry):
+    agent = agent_for(workspace, telemetry, [{"tool_calls": [call("look", what="a")], **U},
+                                             {"text": "ok", "response_model": "scripted-model-2026",
+                                              "response_id": "resp_7", **U}])
+    await agent.run("go")
+    chats = sorted(telemetry.named("chat"), key=lambda s: s.start_time)
+    assert [tuple(s.attributes["gen_ai.response.finish_reasons"]) for s in chats] == [("tool_calls",), ("stop",)]
+    assert chats[1].attributes["gen_ai.response.model"] == "scripted-model-2026"
+    assert chats[1].attributes["gen_ai.response.id"] == "resp_7"
+    assert "gen_ai.response.model" not in chats[0].attributes
+
+
+async def test_the_legacy_names_from_the_constructor(workspace, make_telemetry):
+    telemetry = make_telemetry(semconv="legacy")
+    agent = agent_for(workspace, telemetry, [{"text": "ok", "usage": {"input_tokens": 3, "output_tokens": 2,
+                                                                       "cache_write_tokens": 1}}])
+    await agent.run("go")
+    m = telemetry.metrics()
+    assert {"gen_ai.client.token.usage", "gen_ai.client.operation.duration"} <= set(m)
+    assert not [n for n in m if n.startswith("gen_ai.client.inference") or "inference_calls" in n]
+    usage = {p.attributes["gen_ai.token.type"]: p.sum for p in m["gen_ai.client.token.usage"]}
+    assert usage == {"input": 3, "output": 2}
+    chat = telemetry.one("chat scripted-model")
+    assert chat.attributes["gen_ai.usage.cache_creation.input_tokens"] == 1
+
+
+def test_a_bad_semconv_value_is_refused():
+    from smoke_otel import OtelPlugin
+
+    with pytest.raises(ValueError, match="semconv must be 'latest', 'legacy' or None"):
+        OtelPlugin(semconv="newest")
+
+
+@pytest.mark.parametrize("value, mode", [
+    (None, "latest"), ("", "latest"), ("gen_ai_latest_experimental", "latest"), ("http,gen_ai_legacy", "legacy"),
+    ("gen_ai_legacy, gen_ai_latest_experimental", "latest"), ("database", "latest"),
+])
+def test_the_opt_in_variable(value, mode):
+    from smoke_otel._conventions import names_from_env
+
+    env = {} if value is None else {"OTEL_SEMCONV_STABILITY_OPT_IN": value}
+    assert names_from_env(env).mode == mode
+
+
+async def test_usage_counters_are_summed_then_added_exactly(workspace, telemetry):
+    """Counters reach the meter in batches (every USAGE_FLUSH_CALLS calls and at the run's end); totals are exact."""
+    from smoke_otel._plugin import USAGE_FLUSH_CALLS
+
+    steps = USAGE_FLUSH_CALLS + 5
+    turns = [{"tool_calls": [call("look", what=str(i))], "usage": {"input_tokens": 2, "output_tokens": 1,
+                                                                    "cache_read_tokens": 1}}
+             for i in range(steps - 1)] + [{"text": "ok", "usage": {"input_tokens": 2, "output_tokens": 1}}]
+    agent = agent_for(workspace, telemetry, turns, max_steps=steps + 1)
+    await agent.run("go")
+    m = telemetry.metrics()
+    assert m["gen_ai.client.inference.usage.input_tokens"][0].value == 2 * steps
+    assert m["gen_ai.client.inference.usage.output_tokens"][0].value == steps
+    assert m["gen_ai.client.inference.usage.cache_read.input_tokens"][0].value == steps - 1

@@ -242,7 +242,7 @@ def build_task_tool(catalogue: Catalogue) -> ToolDefinition:
         result = await ctx.run_subagent(
             input["prompt"], system_prompt=agent.prompt, tools=agent.tools,
             max_steps=step_limit(agent, parent_limit if isinstance(parent_limit, int) else None),
-            model=agent.model,
+            model=agent.model, name=name,
         )
         usage = result.usage.to_dict()
         if result.status != "completed":

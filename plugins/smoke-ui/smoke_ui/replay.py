@@ -58,7 +58,8 @@ DEFAULT_SUBSCRIBER_BYTES = 8 * 1024 * 1024
 # a run's end, or a subagent's (its events carry the subagent run's own run_id)
 _TERMINAL = frozenset({"run.completed", "run.failed", "run.interrupted",
                        "subagent.completed", "subagent.failed", "subagent.interrupted"})
-_PINNED_BY = {"permission.required": "permission.resolved", "ask_user.required": "ask_user.response"}
+_PINNED_BY = {"permission.required": "permission.resolved", "ask_user.required": "ask_user.response",
+              "plan.required": "plan.resolved"}
 _EMPTY_STR_SIZE = sys.getsizeof("")
 
 
@@ -257,7 +258,7 @@ class EventHub:
                 if entry.pin is not None and entry.run_id == run_id:
                     self._pins.pop(entry.pin, None)
                     entry.pin = None
-        elif t in ("permission.resolved", "ask_user.response") and call_id is not None:
+        elif t in ("permission.resolved", "ask_user.response", "plan.resolved") and call_id is not None:
             pinned = self._pins.pop(call_id, None)
             found = self._log.get(pinned) if pinned is not None else None
             if found is not None:

@@ -84,10 +84,10 @@ TOKEN_HEADER = "x-smoke-token"
 KEEPALIVE_SECONDS = 15.0
 RECONNECT_MS = 1000
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
-"""Largest request body for ``POST /api/runs`` and ``POST /api/questions/…`` (1 MiB)."""
+"""Largest request body for ``POST /api/runs``, ``POST /api/questions/…`` and ``POST /api/plans/…`` (1 MiB)."""
 SMALL_BODY_BYTES = 16 * 1024
 """Largest request body for every other request (16 KiB)."""
-_LARGE_BODY_PATHS = ("/api/runs", "/api/questions/")
+_LARGE_BODY_PATHS = ("/api/runs", "/api/questions/", "/api/plans/")
 _DRAIN_BYTES = 64 * 1024 * 1024
 _DRAIN_SECONDS = 5.0
 MAX_TITLE_CHARS = 200
@@ -180,6 +180,10 @@ class UIState:
         self.usage: dict[str, Any] | None = None
         self.pending_permissions: dict[str, dict[str, Any]] = {}
         self.pending_questions: dict[str, dict[str, Any]] = {}
+        self.pending_plans: dict[str, dict[str, Any]] = {}
+        #: the permission mode the person chose on this page (the plan toggle, an approved plan):
+        #: agents made for other sessions start in it too
+        self.mode: str | None = None
         self._ran: set[str] = set()
         self._running: Agent | None = None
         self._task: asyncio.Task[Any] | None = None
@@ -195,9 +199,57 @@ class UIState:
         agent = self.agents.get(session_id)
         if agent is None:
             agent = self.factory(session_id=session_id, store=self.store)
+            if self.mode is not None and agent.permission_mode != self.mode:
+                with contextlib.suppress(ValueError):  # a mode managed settings fix stays
+                    agent.set_permission_mode(self.mode)
             agent.on_any(self._on_event)
             self.agents[session_id] = agent
         return agent
+
+    def budget(self) -> dict[str, Any] | None:
+        """The run budget (``max_cost_usd``, ``max_input_tokens``, ``max_output_tokens``) the header
+        shows usage against, or None when none is set."""
+        try:
+            budget = self.agent_for(self.session_id).options.budget
+        except Exception:  # the factory failing is reported when a run starts
+            return None
+        if not budget.active:
+            return None
+        return {"max_cost_usd": budget.max_cost_usd, "max_input_tokens": budget.max_input_tokens,
+                "max_output_tokens": budget.max_output_tokens}
+
+    def permission_mode(self) -> str:
+        """The current session's permission mode (``"callable"`` for a programmer's function)."""
+        try:
+            mode = self.agent_for(self.session_id).permission_mode
+        except Exception:  # the factory failing is reported when a run starts
+            return "unknown"
+        return mode if isinstance(mode, str) else "callable"
+
+    def set_mode(self, mode: str) -> str:
+        """The plan toggle: ``"plan"`` turns plan mode on, ``"off"`` goes back to the mode before it;
+        any other permission mode is set as it is. During a run too (from the next call on)."""
+        agent = self._running or self.agent_for(self.session_id)
+        if mode == "off":
+            if agent.permission_mode != "plan":
+                return self.permission_mode()
+            mode = getattr(agent, "_mode_before_plan", "ask-default")
+        try:
+            agent.set_permission_mode(mode)
+        except ValueError as exc:
+            raise UIError(400, str(exc)) from None
+        self.mode = mode
+        return mode
+
+    def resolve_plan(self, tool_call_id: str, decision: str, *, mode: str | None, text: str | None) -> None:
+        """Answer a pending plan: approve (in ``mode``), edit (approve ``text``) or reject (``text``: why)."""
+        if tool_call_id not in self.pending_plans or self._running is None or tool_call_id in self._answered:
+            raise UIError(404, f"no plan is waiting for {tool_call_id!r} (already answered, or the run ended)")
+        try:
+            self._running.resolve_plan(tool_call_id, decision, mode=mode, text=text)
+        except ValueError as exc:
+            raise UIError(400, str(exc)) from None
+        self._answered.add(tool_call_id)
 
     def presentations(self) -> dict[str, dict[str, Any]]:
         if self._presentations is None:
@@ -247,6 +299,7 @@ class UIState:
             self._running = None
             self.pending_permissions.clear()
             self.pending_questions.clear()
+            self.pending_plans.clear()
             self._remembered.clear()
             self._answered.clear()
 
@@ -274,6 +327,13 @@ class UIState:
             self.pending_questions[data["tool_call_id"]] = data
         elif t == "ask_user.response":
             self.pending_questions.pop(str(data.get("tool_call_id")), None)
+        elif t == "plan.required":
+            self.pending_plans[data["tool_call_id"]] = {**data, **({"ui": ui} if ui else {})}
+        elif t == "plan.resolved":
+            self.pending_plans.pop(str(data.get("tool_call_id")), None)
+            self._answered.discard(str(data.get("tool_call_id")))
+        elif t == "permission.mode_changed" and isinstance(data.get("mode"), str):
+            self.mode = data["mode"]
         elif t in _SUBAGENT_ENDS and isinstance(data.get("parent_tool_call_id"), str):
             # a subagent that ended waits for nothing more (its calls' ids start with "<parent>.")
             prefix = data["parent_tool_call_id"] + "."
@@ -288,6 +348,9 @@ class UIState:
         try:
             if t in ("text.end", "run.completed") and isinstance(data.get("text"), str):
                 html = markdown_html(data["text"])
+                return {"html": html} if html else None
+            if t == "plan.required" and isinstance(data.get("plan"), str):
+                html = markdown_html(data["plan"])
                 return {"html": html} if html else None
             if t == "ask_user.required" and data.get("form") is not None:
                 from smoke_core.plugin import FormError, form_fields
@@ -489,9 +552,12 @@ class UIState:
             "status": self.status,
             "running": self.running,
             "usage": self.usage,
+            "budget": self.budget(),
             "presentations": self.presentations(),
             "pending_permissions": list(self.pending_permissions.values()),
             "pending_questions": list(self.pending_questions.values()),
+            "pending_plans": list(self.pending_plans.values()),
+            "permission_mode": self.permission_mode(),
             "last_seq": self.hub.last_seq,
         }
 
@@ -879,6 +945,32 @@ def create_app(
             return fail(exc)
         return JSONResponse({"ok": True})
 
+    async def post_plan(request: Request) -> Response:
+        try:
+            body = await json_body(request)
+            decision, mode, text = body.get("decision"), body.get("mode"), body.get("text")
+            if not isinstance(decision, str):
+                raise UIError(400, "decision must be 'approve', 'edit' or 'reject'")
+            if mode is not None and not isinstance(mode, str):
+                raise UIError(400, "mode must be 'ask-default' or 'accept-edits'")
+            if text is not None and not isinstance(text, str):
+                raise UIError(400, "text must be a string (the edited plan, or why it is rejected)")
+            state.resolve_plan(request.path_params["tool_call_id"], decision, mode=mode, text=text)
+        except UIError as exc:
+            return fail(exc)
+        return JSONResponse({"ok": True, "decision": decision})
+
+    async def post_mode(request: Request) -> Response:
+        try:
+            body = await json_body(request)
+            mode = body.get("mode")
+            if not isinstance(mode, str):
+                raise UIError(400, "mode must be 'plan', 'off' (leave plan mode) or a permission mode")
+            now = state.set_mode(mode)
+        except UIError as exc:
+            return fail(exc)
+        return JSONResponse({"ok": True, "mode": now})
+
     async def post_abort(request: Request) -> Response:
         return JSONResponse({"aborted": state.abort()})
 
@@ -945,6 +1037,8 @@ def create_app(
         Route("/api/commands", list_commands, methods=["GET"]),
         Route("/api/permissions/{tool_call_id:str}", post_permission, methods=["POST"]),
         Route("/api/questions/{tool_call_id:str}", post_question, methods=["POST"]),
+        Route("/api/plans/{tool_call_id:str}", post_plan, methods=["POST"]),
+        Route("/api/mode", post_mode, methods=["POST"]),
         Route("/api/abort", post_abort, methods=["POST"]),
         Route("/api/sessions", list_sessions, methods=["GET"]),
         Route("/api/sessions", new_session, methods=["POST"]),

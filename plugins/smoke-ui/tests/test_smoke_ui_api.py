@@ -1003,3 +1003,79 @@ def test_smoke_store_url_chooses_the_servers_store(tmp_path, monkeypatch):
     finally:
         store.close()
     assert db.exists() and not (tmp_path / "ws" / ".smoke" / "sessions.db").exists()
+
+
+async def test_the_state_carries_the_run_budget_for_the_header(tmp_path: Path) -> None:
+    def factory(*, session_id: str, store: Any) -> Any:
+        return create_agent(tmp_path, provider=ScriptedProvider(["ok"]), autoload_plugins=False, plugins=[],
+                            store=store, session_id=session_id, max_cost_usd=0.5, max_output_tokens=2000)
+
+    budgeted = create_app(factory, store=MemoryStore(), workspace=tmp_path)
+    plain = create_app(scripted_factory(tmp_path, full_script), store=MemoryStore(), workspace=tmp_path)
+    async with serving(budgeted) as client:
+        state = (await client.get("/api/state", headers=auth(budgeted))).json()
+    assert state["budget"] == {"max_cost_usd": 0.5, "max_input_tokens": None, "max_output_tokens": 2000}
+    async with serving(plain) as client:
+        assert (await client.get("/api/state", headers=auth(plain))).json()["budget"] is None
+
+
+# ---------------------------------------------------------------- plan mode (issue 33)
+
+
+def plan_script() -> list[Any]:
+    return [
+        {"tool_calls": [{"id": "call_w0", "name": "write_note", "input": {"text": "too early"}}]},
+        {"tool_calls": [{"id": "call_p1", "name": "exit_plan_mode", "input": {"plan": "# Plan\n1. write *hi*"}}]},
+        {"tool_calls": [{"id": "call_p2", "name": "exit_plan_mode", "input": {"plan": "# Plan\n1. write *bye*"}}]},
+        {"tool_calls": [{"id": "call_w", "name": "write_note", "input": {"text": "bye"}}]},
+        "Done.",
+    ]
+
+
+async def test_the_plan_toggle_and_the_plan_answers(tmp_path: Path) -> None:
+    app = create_app(scripted_factory(tmp_path, plan_script), store=MemoryStore(), workspace=tmp_path)
+    async with serving(app) as client, events(client, app) as sse:
+        await sse.until("ui.hello")
+        state = (await client.get("/api/state", headers=auth(app))).json()
+        assert state["permission_mode"] == "ask-default"
+        res = await client.post("/api/mode", json={"mode": "plan"}, headers=auth(app))
+        assert res.status_code == 200 and res.json() == {"ok": True, "mode": "plan"}
+        changed = await sse.until("permission.mode_changed")
+        assert changed["data"] == {"mode": "plan", "previous": "ask-default"}
+        bad = await client.post("/api/mode", json={"mode": "yolo"}, headers=auth(app))
+        assert bad.status_code == 400 and "is not a mode" in bad.json()["error"]
+
+        await client.post("/api/runs", json={"task": "write a note"}, headers=auth(app))
+        refused = await sse.until("tool.completed")
+        assert refused["data"]["is_error"] and "plan mode is on" in refused["data"]["content"][0]["text"]
+        first = await sse.until("plan.required")
+        assert first["data"]["plan"] == "# Plan\n1. write *hi*" and "<em>hi</em>" in first["ui"]["html"]
+        state = (await client.get("/api/state", headers=auth(app))).json()
+        assert [p["tool_call_id"] for p in state["pending_plans"]] == ["call_p1"]
+        for body, words in (({"decision": "maybe"}, "not one of approve"),
+                            ({"decision": "approve", "mode": "allow-all"}, "not 'allow-all'"),
+                            ({"decision": "edit", "text": ""}, "needs text")):
+            res = await client.post("/api/plans/call_p1", json=body, headers=auth(app))
+            assert res.status_code == 400 and words in res.json()["error"], res.json()
+        res = await client.post("/api/plans/call_p1", json={"decision": "reject", "text": "say bye"},
+                                headers=auth(app))
+        assert res.status_code == 200
+        again = await client.post("/api/plans/call_p1", json={"decision": "reject"}, headers=auth(app))
+        assert again.status_code == 404
+        second = await sse.until("plan.required")
+        assert second["data"]["rejections"] == 1
+        res = await client.post("/api/plans/call_p2", json={"decision": "approve", "mode": "accept-edits"},
+                                headers=auth(app))
+        assert res.status_code == 200
+        changed = await sse.until("permission.mode_changed")
+        assert changed["data"] == {"mode": "accept-edits", "previous": "plan"}
+        asked = await sse.until("permission.required")  # write_note is not a file edit (kind): it still asks
+        assert asked["data"]["tool_call_id"] == "call_w"
+        await client.post("/api/permissions/call_w", json={"decision": "allow"}, headers=auth(app))
+        done = await sse.until("run.completed")
+        assert done["data"]["text"] == "Done."
+    resolved = [e["data"] for _, e in sse.seen if e["type"] == "plan.resolved"]
+    assert [(r["decision"], r["mode"], r["text"]) for r in resolved] == [("reject", None, "say bye"),
+                                                                        ("approve", "accept-edits", None)]
+    state = app.state.ui
+    assert state.permission_mode() == "accept-edits" and state.pending_plans == {}

@@ -883,6 +883,31 @@ def test_subagent_cards_nest_inside_their_task_cards(browser: Any, tmp_path: Pat
             page.close()
 
 
+def test_the_header_shows_usage_against_the_run_budget(browser: Any, tmp_path: Path) -> None:
+    turns = [{"text": "one", "usage": {"input_tokens": 1200, "output_tokens": 30, "cost_usd": 0.0125}}]
+
+    def factory(*, session_id: str, store: Any) -> Any:
+        return create_agent(tmp_path, provider=ScriptedProvider(list(turns)), autoload_plugins=False, plugins=[],
+                            store=store, session_id=session_id, max_cost_usd=0.5, max_input_tokens=50_000)
+
+    app = create_app(factory, store=MemoryStore(), workspace=tmp_path)
+    with ServerThread(app) as server:
+        wait_healthy(server.url)
+        page = open_page(browser, server, app)
+        try:
+            send_task(page, "go")
+            page.wait_for_selector('[data-testid="final-message"]', timeout=WAIT_MS)
+            page.wait_for_function(
+                "() => document.querySelector('[data-testid=usage]').textContent.includes('$0.0125 / $0.5')",
+                timeout=WAIT_MS)
+            text = page.inner_text('[data-testid="usage"]')
+            assert "in 1,200 / 50,000" in text and "$0.0125 / $0.5" in text
+            assert page.js_errors == []
+            screenshot(page, "smoke-ui-budget-header.png")
+        finally:
+            page.close()
+
+
 # ---------------------------------------------------------------- one table of marks for every front end (issue 28)
 
 
@@ -923,6 +948,71 @@ def test_the_page_marks_every_character_of_the_shared_table_and_shows_env_whole(
             screenshot(page, "smoke-ui-marks-and-env.png")
             approval.locator('[data-testid="deny-button"]').click()
             page.wait_for_selector('[data-testid="final-message"]', timeout=WAIT_MS)
+            assert page.js_errors == []
+        finally:
+            page.close()
+
+
+# ---------------------------------------------------------------- plan mode (issue 33)
+
+
+@tool(kind="edit", permission_key="path", presentation={"label": "Write", "icon": "✏️"})
+def save_file(path: str, content: str, ctx: ToolContext) -> str:
+    """Write a file in the workspace."""
+    (Path(ctx.workspace.root) / path).write_text(content)
+    return f"wrote {path}"
+
+
+def test_plan_mode_in_the_browser_toggle_reject_edit_and_approve(browser: Any, tmp_path: Path) -> None:
+    script = [
+        {"tool_calls": [{"id": "p1", "name": "exit_plan_mode", "input": {"plan": "## Plan\n1. write `a.txt`"}}]},
+        {"tool_calls": [{"id": "p2", "name": "exit_plan_mode", "input": {"plan": "## Plan\n1. write `b.txt`"}}]},
+        {"tool_calls": [{"id": "w1", "name": "save_file", "input": {"path": "b.txt", "content": "hi"}}]},
+        "Written.",
+    ]
+    provider = ScriptedProvider(script)
+    app = create_app(lambda **kw: create_agent(tmp_path, provider=provider, autoload_plugins=False, plugins=[],
+                                               tools=[save_file], **kw), store=MemoryStore(), workspace=tmp_path)
+    with ServerThread(app) as server:
+        wait_healthy(server.url)
+        page = open_page(browser, server, app)
+        try:
+            toggle = page.locator('[data-testid="plan-toggle"]')
+            assert toggle.get_attribute("aria-pressed") == "false"
+            assert page.inner_text('[data-testid="permission-mode"]') == "mode: ask-default"
+            toggle.click()
+            page.wait_for_selector('[data-testid="plan-toggle"][aria-pressed="true"]', timeout=WAIT_MS)
+            assert page.inner_text('[data-testid="permission-mode"]') == "mode: plan"
+            send_task(page, "write a file")
+            first = page.locator('[data-testid="plan-card"][data-tool-call-id="p1"]')
+            first.wait_for(timeout=WAIT_MS)
+            assert first.locator('[data-testid="plan-text"] h2').inner_text() == "Plan"
+            assert first.locator('[data-testid="plan-text"] code').inner_text() == "a.txt"
+            first.locator('[data-testid="plan-reject"]').click()
+            first.locator('[data-testid="plan-reject-text"]').fill("write b.txt instead")
+            first.locator('[data-testid="plan-reject-submit"]').click()
+            page.wait_for_selector('[data-testid="plan-card"][data-tool-call-id="p1"][data-decision="reject"]',
+                                   timeout=WAIT_MS)
+            second = page.locator('[data-testid="plan-card"][data-tool-call-id="p2"]')
+            second.wait_for(timeout=WAIT_MS)
+            assert "rejected 1 of 3 times" in second.inner_text()
+            screenshot(page, "smoke-ui-plan-card.png")
+            second.locator('[data-testid="plan-edit"]').click()
+            editor = second.locator('[data-testid="plan-edit-text"]')
+            assert editor.input_value() == "## Plan\n1. write `b.txt`"
+            editor.fill("## Plan\n1. write `b.txt` with hi")
+            second.locator('[data-testid="plan-edit-approve-edits"]').click()
+            page.wait_for_selector('[data-testid="final-message"]', timeout=WAIT_MS)
+            assert second.locator('[data-testid="plan-decision"]').inner_text() == \
+                "Approved as edited · mode accept-edits"
+            assert page.locator('[data-testid="approval-card"]').count() == 0  # the edit ran without asking
+            assert (tmp_path / "b.txt").read_text() == "hi"
+            assert page.inner_text('[data-testid="permission-mode"]') == "mode: accept-edits"
+            assert toggle.get_attribute("aria-pressed") == "false"
+            results = [b for m in provider.requests[1].messages for b in m["content"] if b.get("type") == "tool_result"]
+            assert "write b.txt instead" in results[-1]["content"][0]["text"]
+            results = [b for m in provider.requests[2].messages for b in m["content"] if b.get("type") == "tool_result"]
+            assert "with hi" in results[-1]["content"][0]["text"]
             assert page.js_errors == []
         finally:
             page.close()

@@ -57,7 +57,7 @@ class CommandParse:
     ``error``: the grammar could not parse all of it (the command always asks
     a person). ``opaque``: why no allow rule may trust the parse (a command or
     process substitution, ``eval``, ``source``, a function definition, an
-    assignment to a variable in :data:`~.variables.DANGEROUS_VARS`, a
+    assignment to a variable in ``DANGEROUS_VARS`` (``smoke_core.policy.commands.variables``), a
     redirection that writes outside the workspace, …); deny and ask rules
     still see every command the parse found.
     """

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ...base.errors import ConfigError
+from ...base.smoke_dir import ensure_smoke_dir
 
 DEFAULT_MANAGED_PATH = "/etc/smoke/managed.yaml"
 
@@ -199,6 +200,8 @@ def mark_trust_offered(workspace: str | os.PathLike[str]) -> None:
 
 
 def _atomic_write(path: Path, text: str) -> None:
+    if path.parent.name == ".smoke" and not path.parent.exists():
+        ensure_smoke_dir(path.parent.parent)  # a workspace's .smoke/: with its .gitignore
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text, encoding="utf-8")

@@ -27,6 +27,7 @@ from .files import (
 if TYPE_CHECKING:
     pass
 from .model import (
+    BUDGET_KEYS,
     DEFAULT_MAX_STEPS,
     DEFAULT_PERMISSION,
     ENV_VARS,
@@ -94,9 +95,9 @@ def _env_layer(environ: Mapping[str, str], specs: Mapping[str, SettingSpec]) -> 
         if value is None or value.strip() == "":
             continue
         names[key] = var
-        if key == "max_steps":
+        if key in ("max_steps", "max_input_tokens", "max_output_tokens", "max_cost_usd"):
             try:
-                raw[key] = int(value.strip())
+                raw[key] = float(value.strip()) if key == "max_cost_usd" else int(value.strip())
             except ValueError:
                 raise SettingsError(
                     f"environment variable {var}: expected {field_policy(key).expected}, got {value!r}"
@@ -203,6 +204,7 @@ def _merge(ws: Path, trusted: bool, layers: list[LayerData], managed: LayerData 
         "provider": None, "model": None, "base_url": None, "permission": DEFAULT_PERMISSION,
         "auto_approve": False, "max_steps": DEFAULT_MAX_STEPS, "sandbox": {}, "instructions": None,
         "plugin_options": {}, "managed_rules_only": False, "trusted_folders": [], "control_files": [],
+        "max_cost_usd": None, "max_input_tokens": None, "max_output_tokens": None, "fallback_models": [],
     }
     origins: dict[str, str] = {k: "default" for k in values}
     layer_of: dict[str, str] = {k: "default" for k in values}
@@ -239,7 +241,10 @@ def _merge(ws: Path, trusted: bool, layers: list[LayerData], managed: LayerData 
                 if key == "max_steps" and value > values["max_steps"]:
                     skipped.append(f"max_steps (above the limit of {values['max_steps']})")
                     continue
-                if key == "permission" and MODE_STRICTNESS[value] > MODE_STRICTNESS.get(values["permission"], 1):
+                if key in BUDGET_KEYS and values[key] is not None and value > values[key]:
+                    skipped.append(f"{key} (above the limit of {values[key]})")
+                    continue
+                if key == "permission" and MODE_STRICTNESS[value] > MODE_STRICTNESS.get(values["permission"], MODE_STRICTNESS["ask-default"]):
                     skipped.append(f"permission (looser than {values['permission']})")
                     continue
             if key == "permissions":

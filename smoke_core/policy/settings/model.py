@@ -74,6 +74,9 @@ def _policy(expected: str, *, layers: tuple[str, ...] = _FILES_AND_CODE, untrust
 
 
 PositiveInt = Annotated[StrictInt, Field(gt=0)]
+PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+#: the run budgets (issue 33): settable in every layer, only tighter from an untrusted folder
+BUDGET_KEYS = ("max_cost_usd", "max_input_tokens", "max_output_tokens")
 
 
 class PermissionRules(BaseModel):
@@ -100,7 +103,7 @@ class Settings(BaseModel):
     base_url: StrictStr | None = Field(None, json_schema_extra=_policy(
         "an http:// or https:// URL", layers=_ALL, env="SMOKE_BASE_URL",
         description="the provider's endpoint (the API key is sent there)"))
-    permission: Literal["ask-default", "allow-all", "deny-all"] | None = Field(None, json_schema_extra=_policy(
+    permission: Literal["ask-default", "accept-edits", "plan", "allow-all", "deny-all"] | None = Field(None, json_schema_extra=_policy(
         f"one of {', '.join(PERMISSION_MODES)}", layers=_ALL, untrusted="tighter", env="SMOKE_PERMISSION",
         description="the permission mode"))
     auto_approve: StrictBool | list[StrictStr] | None = Field(None, json_schema_extra=_policy(
@@ -109,6 +112,20 @@ class Settings(BaseModel):
     max_steps: PositiveInt | None = Field(None, json_schema_extra=_policy(
         "a positive integer", layers=_ALL, untrusted="tighter", env="SMOKE_MAX_STEPS",
         description=f"stop a run after this many steps (default {DEFAULT_MAX_STEPS})"))
+    max_cost_usd: PositiveNumber | None = Field(None, json_schema_extra=_policy(
+        "a positive number of US dollars such as 0.50", layers=_ALL, untrusted="tighter", env="SMOKE_MAX_COST_USD",
+        description="stop a run before it would spend more than this (`run_budget_exceeded`; "
+                    "`smoke batch`: for the whole batch)"))
+    max_input_tokens: PositiveInt | None = Field(None, json_schema_extra=_policy(
+        "a positive integer", layers=_ALL, untrusted="tighter", env="SMOKE_MAX_INPUT_TOKENS",
+        description="stop a run before its input (prompt) tokens would pass this"))
+    max_output_tokens: PositiveInt | None = Field(None, json_schema_extra=_policy(
+        "a positive integer", layers=_ALL, untrusted="tighter", env="SMOKE_MAX_OUTPUT_TOKENS",
+        description="stop a run once its output (completion) tokens pass this"))
+    fallback_models: list[StrictStr] | None = Field(None, json_schema_extra=_policy(
+        "a list of models such as ['anthropic:claude-sonnet-4-5', 'gpt-4.1']",
+        description="models that take a request the model could not answer (overloaded, unavailable, a 5xx "
+                    "after its retries), in order: `provider:model` or a model of the same provider"))
     permissions: PermissionRules | None = Field(None, json_schema_extra=_policy(
         "a mapping with allow / ask / deny lists of rules", untrusted="deny_ask",
         description="declarative rules `{allow, ask, deny}`"))
@@ -124,6 +141,15 @@ class Settings(BaseModel):
     stream: StrictBool | None = Field(None, json_schema_extra=_policy(
         "true or false", layers=_ALL, untrusted="yes",
         description="`false` asks the provider for whole replies instead of a stream (default true)"))
+    checkpoints: StrictBool | None = Field(None, json_schema_extra=_policy(
+        "true or false", description="record the workspace before each turn and each mutating tool call, for "
+                                     "`smoke rewind` (default true; docs/cli.md#smoke-rewind)"))
+    checkpoint_keep: PositiveInt | None = Field(None, json_schema_extra=_policy(
+        "a positive integer", description="checkpoints kept per session; older ones are pruned (default 100)"))
+    checkpoint_max_age_days: PositiveInt | None = Field(None, json_schema_extra=_policy(
+        "a positive integer", description="checkpoints older than this many days are pruned (default 30)"))
+    checkpoint_max_file_bytes: PositiveInt | None = Field(None, json_schema_extra=_policy(
+        "a positive integer", description="a file larger than this is not recorded (default 10 MiB)"))
     trusted_folders: list[StrictStr] | None = Field(None, json_schema_extra=_policy(
         "a list of folder paths", layers=("managed", "user"),
         description="folders whose own settings are honoured (`smoke trust`)"))
@@ -161,6 +187,13 @@ class Settings(BaseModel):
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and not re.match(r"^https?://[^\s/]+", value):
             raise ValueError("must be an http:// or https:// URL")
+        return value
+
+    @field_validator("max_cost_usd", mode="before")
+    @classmethod
+    def _a_number(cls, value: Any) -> Any:
+        if isinstance(value, (bool, str)):  # not `true`, not "lots", not "0.5" in quotes
+            raise ValueError("a number is needed, not text or true/false")
         return value
 
     @field_validator("control_files")

@@ -8,7 +8,8 @@ npm (``package.json``; ``npm ci`` in this folder):
   scenarios among them;
 - ``next`` — 0.2.0-alpha.12, the newest release: its frozen 2026-07-28
   requirement set, at the 2026-07-28 wire, plus the JSON Schema 2020-12
-  preservation scenario at both wires.
+  preservation scenario at both wires, and the two 2025-03-26 authorization
+  scenarios (its backcompat fixture is the corrected one).
 
 Each scenario runs alone (``--scenario``): the suites' parallel mode gives
 spurious timing failures on a 2-core machine. A failed scenario is run once
@@ -90,6 +91,10 @@ def scenarios() -> list[Scenario]:
     out += [Scenario("next", n, "2026-07-28")
             for n in _listed([*cli("next"), "list", "--client", "--requirements", "2026-07-28"])]
     out += [Scenario("next", "json-schema-2020-12-preservation", spec) for spec in ("2026-07-28", "2025-11-25")]
+    # the 2025-03-26 (pre-discovery) authorization scenarios again on the newest release, whose
+    # backcompat fixture serves RFC 8414-valid metadata (0.1.16's does not: expected-failures.yml)
+    out += [Scenario("next", n) for n in _listed([*cli("next"), "list", "--client", "--spec-version", "2025-03-26"])
+            if n.startswith("auth/2025-03-26-")]
     return out
 
 

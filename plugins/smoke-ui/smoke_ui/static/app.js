@@ -101,12 +101,18 @@
   }
 
   function formatUsage(usage) {
-    if (!usage) return "0 tokens";
-    const input = usage.input_tokens || 0;
-    const output = usage.output_tokens || 0;
-    let text = fmt(input + output) + " tokens (in " + fmt(input) + " · out " + fmt(output) + ")";
+    // with a run budget (max_cost_usd / max_input_tokens / max_output_tokens): used / limit
+    const budget = state.budget || {};
+    const input = (usage && usage.input_tokens) || 0;
+    const output = (usage && usage.output_tokens) || 0;
+    const inText = fmt(input) + (budget.max_input_tokens ? " / " + fmt(budget.max_input_tokens) : "");
+    const outText = fmt(output) + (budget.max_output_tokens ? " / " + fmt(budget.max_output_tokens) : "");
+    if (!usage && !state.budget) return "0 tokens";
+    let text = fmt(input + output) + " tokens (in " + inText + " · out " + outText + ")";
     // cost comes from providers that report it (usage.cost_usd); shown when present
-    if (typeof usage.cost_usd === "number") text += " · $" + usage.cost_usd.toFixed(usage.cost_usd < 1 ? 4 : 2);
+    const cost = usage && typeof usage.cost_usd === "number" ? usage.cost_usd : null;
+    if (cost !== null) text += " · $" + cost.toFixed(cost < 1 ? 4 : 2);
+    if (budget.max_cost_usd) text += (cost === null ? " · $0" : "") + " / $" + budget.max_cost_usd;
     return text;
   }
 
@@ -1032,6 +1038,86 @@
     }
   }
 
+  // ------------------------------------------------------------ plan mode
+
+  function setMode(mode) {
+    state.mode = mode || "";
+    $("permission-mode").textContent = state.mode ? "mode: " + state.mode : "";
+    const toggle = $("plan-toggle");
+    toggle.setAttribute("aria-pressed", String(state.mode === "plan"));
+    toggle.classList.toggle("on", state.mode === "plan");
+  }
+
+  // exit_plan_mode: the plan (Markdown), then approve (in the mode picked), edit, or reject with words
+  function planCard(data, ui) {
+    const id = data.tool_call_id;
+    const text = el("div", { class: "plan-body", testid: "plan-text" });
+    insertMarkdown(text, ui && ui.html, data.plan || "");
+    const problem = el("div", { class: "approval-error hidden", testid: "plan-error", role: "alert" });
+    const editor = el("textarea", { class: "hidden", testid: "plan-edit-text", rows: "10", "aria-label": "The plan, as you want it" });
+    editor.value = data.plan || "";
+    const reason = el("textarea", { class: "hidden", testid: "plan-reject-text", rows: "3", placeholder: "What should change?" });
+    const first = el("div", { class: "buttons" });
+    const second = el("div", { class: "buttons hidden" });
+    const send = async (body) => {
+      for (const b of card.querySelectorAll("button, textarea")) b.disabled = true;
+      problem.classList.add("hidden");
+      try {
+        await api("POST", "/api/plans/" + encodeURIComponent(id), body);
+        resolvePlan(id, body.decision, body.mode);
+      } catch (err) {
+        for (const b of card.querySelectorAll("button, textarea")) b.disabled = false;
+        setVisible(problem, "Could not send the answer: " + err.message, "text");
+        problem.classList.remove("hidden");
+      }
+    };
+    const showSecond = (node, buttons) => {
+      editor.classList.add("hidden");
+      reason.classList.add("hidden");
+      node.classList.remove("hidden");
+      second.textContent = "";
+      second.append(...buttons);
+      second.classList.remove("hidden");
+      node.focus();
+    };
+    first.append(
+      el("button", { type: "button", class: "allow", testid: "plan-approve", text: "Approve", title: "Go on; every change still asks first", onclick: () => send({ decision: "approve", mode: "ask-default" }) }),
+      el("button", { type: "button", class: "allow-run", testid: "plan-approve-edits", text: "Approve and accept edits", title: "Go on; file edits in the workspace run without asking, commands still ask", onclick: () => send({ decision: "approve", mode: "accept-edits" }) }),
+      el("button", { type: "button", testid: "plan-edit", text: "Edit…", onclick: () => showSecond(editor, [
+        el("button", { type: "button", class: "allow", testid: "plan-edit-approve", text: "Approve my version", onclick: () => send({ decision: "edit", mode: "ask-default", text: editor.value }) }),
+        el("button", { type: "button", class: "allow-run", testid: "plan-edit-approve-edits", text: "Approve my version and accept edits", onclick: () => send({ decision: "edit", mode: "accept-edits", text: editor.value }) }),
+      ]) }),
+      el("button", { type: "button", class: "deny", testid: "plan-reject", text: "Reject…", onclick: () => showSecond(reason, [
+        el("button", { type: "button", class: "deny", testid: "plan-reject-submit", text: "Send back to the agent", onclick: () => send({ decision: "reject", text: reason.value }) }),
+      ]) }),
+    );
+    const done = Number(data.rejections || 0);
+    const card = el("div", { class: "card plan-card", testid: "plan-card", "data-tool-call-id": id }, [
+      el("div", { class: "card-head" }, [el("span", { class: "tool-icon", text: "🗺" }), el("strong", { text: "Plan to approve" }),
+        done ? el("span", { class: "tool-name", text: "rejected " + done + " of " + data.max_rejections + " times" }) : null]),
+      text, editor, reason, first, second, problem,
+    ]);
+    const host = state.cards[id];
+    if (host) {
+      host.insertBefore(card, part(host, "tool-output"));
+      scroll();
+    } else {
+      place(card, data.parent_tool_call_id);
+    }
+  }
+
+  function resolvePlan(id, decision, mode) {
+    for (const card of document.querySelectorAll('[data-testid="plan-card"]')) {
+      if (card.getAttribute("data-tool-call-id") !== id || card.classList.contains("resolved")) continue;
+      card.classList.add("resolved");
+      card.setAttribute("data-decision", decision);
+      for (const node of card.querySelectorAll(".buttons, textarea, [data-testid=plan-error]")) node.remove();
+      const words = decision === "reject" ? "Rejected: the agent keeps planning"
+        : (decision === "edit" ? "Approved as edited" : "Approved") + (mode ? " · mode " + mode : "");
+      card.append(el("div", { class: "decision decision-" + cssToken(decision), testid: "plan-decision", text: words }));
+    }
+  }
+
   function resolveQuestion(id, text) {
     for (const card of document.querySelectorAll('[data-testid="question-card"]')) {
       if (card.getAttribute("data-tool-call-id") !== id || card.classList.contains("resolved")) continue;
@@ -1152,6 +1238,9 @@
     "permission.required": (ev) => { approvalCard(ev.data, ev.ui); },
     "permission.resolved": (ev) => { resolveApproval(ev.data.tool_call_id, ev.data.decision, ev.ui && ev.ui.remembered); },
     "ask_user.required": (ev) => { questionCard(ev.data, ev.ui); },
+    "plan.required": (ev) => { planCard(ev.data, ev.ui); },
+    "plan.resolved": (ev) => { resolvePlan(ev.data.tool_call_id, ev.data.decision, ev.data.mode); },
+    "permission.mode_changed": (ev) => { setMode(ev.data.mode); },
     "ask_user.response": (ev) => { resolveQuestion(ev.data.tool_call_id, ev.data.action === "decline" ? "(declined)" : ev.data.text); },
     "usage.updated": (ev) => { setUsage(ev.data.usage); },
     "phase.changed": (ev) => { $("run-phase").textContent = ev.data.phase || ""; },
@@ -1220,7 +1309,7 @@
     },
     "run.interrupted": (ev) => {
       note("⏹ Run stopped (" + (ev.data.reason || "aborted") + ")", "warning").setAttribute("data-testid", "interrupted-note");
-      for (const card of document.querySelectorAll('[data-testid="approval-card"]:not(.resolved), [data-testid="question-card"]:not(.resolved)')) {
+      for (const card of document.querySelectorAll('[data-testid="approval-card"]:not(.resolved), [data-testid="question-card"]:not(.resolved), [data-testid="plan-card"]:not(.resolved)')) {
         card.classList.add("resolved");
         for (const b of card.querySelectorAll("button, input")) b.disabled = true;
       }
@@ -1508,7 +1597,17 @@
     state.presentations = Object.assign({}, snapshot.presentations || {});
     setSession(snapshot.session_id);
     setStatus(snapshot.status === "running" ? "running" : snapshot.status || "idle");
+    state.budget = snapshot.budget || null;
     setUsage(snapshot.usage);
+    setMode(snapshot.permission_mode);
+    $("plan-toggle").addEventListener("click", async () => {
+      try {
+        const res = await api("POST", "/api/mode", { mode: state.mode === "plan" ? "off" : "plan" });
+        setMode(res.mode);
+      } catch (err) {
+        showError("Could not switch plan mode", err.message);
+      }
+    });
     if (snapshot.demo_label) {
       const badge = $("demo-badge");
       badge.textContent = "Demo · " + snapshot.demo_label;
