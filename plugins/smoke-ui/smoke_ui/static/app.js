@@ -695,7 +695,11 @@
     setVisible(headPart(card, "tool-label"), p.label || data.tool_name, "text");
     setBadge(card, p);
     const status = headPart(card, "tool-status");
-    const ms = typeof data.duration_ms === "number" ? " · " + Math.round(data.duration_ms) + " ms" : "";
+    // the tool's own time; the time a person took to approve it apart
+    const waited = typeof data.waited_ms === "number" ? data.waited_ms : 0;
+    const ms = typeof data.duration_ms !== "number" ? ""
+      : waited > 0 ? " · ran " + (Math.max(data.duration_ms - waited, 0) / 1000).toFixed(1) + " s · waited " + (waited / 1000).toFixed(1) + " s for approval"
+      : " · " + Math.round(data.duration_ms) + " ms";
     status.textContent = (data.is_error ? "error" : "done") + ms;
     card.classList.add(data.is_error ? "is-error" : "is-done");
     card.setAttribute("data-state", data.is_error ? "error" : "done");
