@@ -39,6 +39,10 @@ def is_interactive() -> bool:
 
 
 
+#: Lines of one burst of live command output shown (the result has all of them)
+LIVE_LINES = 5
+
+
 def tool_time(data: dict[str, Any]) -> str:
     """A tool card's time: what the tool itself took, and apart from it the
     time a person took to approve the call (``tool.completed``'s
@@ -207,9 +211,13 @@ class TerminalUI:
             c.print(f"{pad}{p.get('icon') or '•'} [bold]{esc(p.get('label') or d['tool_name'])}[/bold] "
                     f"[dim]{esc(visible(call_summary(d['tool_name'], d.get('input') or {})))}[/dim]")
         elif t == "tool.output":
-            text = d.get("text", "")
-            for line in text.rstrip("\n").splitlines()[-5:]:
-                c.print(f"{pad}  [dim]│ {show(line[:200])}[/dim]")
+            lines = d.get("text", "").rstrip("\n").splitlines()
+            if len(lines) > LIVE_LINES:  # the last lines of a burst, and how many were left out
+                skipped = len(lines) - LIVE_LINES
+                c.print(f"{pad}  [dim]│ … {skipped} line{'s' * (skipped != 1)} skipped …[/dim]")
+            for line in lines[-LIVE_LINES:]:
+                cut = "…" if len(line) > 200 else ""
+                c.print(f"{pad}  [dim]│ {show(line[:200])}{cut}[/dim]")
         elif t == "tool.completed":
             p = d.get("presentation") or {}
             took = tool_time(d)
