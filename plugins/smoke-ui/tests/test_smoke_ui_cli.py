@@ -145,7 +145,7 @@ def test_wheel_ships_the_static_files(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     wheel = next(tmp_path.glob("smoke_ui-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
-    for name in ("index.html", "app.js", "app.css"):
+    for name in ("index.html", "icons.js", "app.js", "app.css"):
         assert f"smoke_ui/static/{name}" in names
     assert "smoke_ui/py.typed" in names
 
