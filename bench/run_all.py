@@ -41,6 +41,8 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str], float]] = {
     "layout": ("bench_layout.py", [], ["--rounds", "3", "--runs", "5"], 600),
     "hooks": ("bench_hooks.py", [], ["--steps", "12", "--reps", "2"], 300),
     "permission": ("bench_permission.py", [], ["--runs", "300"], 180),
+    # needs llama-server and the Qwen model (`nox -s realmodel` puts them in the cache); not measured without
+    "realmodel": ("bench_realmodel.py", [], ["--seeds", "1", "--tasks", "answer-from-file,fix-off-by-one"], 10800),
     "checkpoint": ("bench_checkpoint.py", [], ["--turns", "8"], 300),
 }
 

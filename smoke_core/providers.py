@@ -11,7 +11,9 @@ response (:class:`ResponseLimits`) and the failure classifiers
 
 A provider turns a :class:`ModelRequest` into an async stream of neutral
 events: :class:`TextDelta`, :class:`ThoughtDelta`, :class:`ToolCallRequest`,
-:class:`UsageReport` and one final :class:`Finished`. It raises
+:class:`UsageReport` and one final :class:`Finished`, and when it helps
+:class:`Progress` (work that shows no text yet) and :class:`ProviderNotice`
+(a fallback or a problem a person should hear of: a ``run.warning``). It raises
 :class:`~smoke_core.plugin.AgentError` with a classified code on failure; the
 loop owns retries (:class:`RetryPolicy`), so adapters only classify. ``httpx``
 is imported only when a request is made.
@@ -22,6 +24,7 @@ from __future__ import annotations
 from .base.errors import AgentError, AgentErrorInfo
 from .wire.http_errors import (
     TOOL_CALL_REJECTED_CODES,
+    context_overflow,
     http_error,
     in_band_error,
     redirect_error,
@@ -43,14 +46,16 @@ from .wire.http_provider import (
     HTTPProvider,
     shared_ssl_context,
 )
-from .wire.model_facts import DEFAULT_CONTEXT_WINDOW, ModelFacts, model_facts
+from .wire.model_facts import DEFAULT_CONTEXT_WINDOW, ModelFacts, default_max_tokens, model_facts
 from .wire.types import (
     ApiKey,
     Finished,
     ModelRequest,
+    Progress,
     Provider,
     ProviderEvent,
     ProviderFactory,
+    ProviderNotice,
     ProviderRegistry,
     ProviderSpec,
     RetryPolicy,
@@ -82,9 +87,11 @@ __all__ = [
     "HTTPProvider",
     "ModelFacts",
     "ModelRequest",
+    "Progress",
     "Provider",
     "ProviderEvent",
     "ProviderFactory",
+    "ProviderNotice",
     "ProviderRegistry",
     "ProviderSpec",
     "ResponseLimits",
@@ -95,6 +102,8 @@ __all__ = [
     "Usage",
     "UsageReport",
     "classify_http_status",
+    "context_overflow",
+    "default_max_tokens",
     "http_error",
     "in_band_error",
     "model_facts",

@@ -22,5 +22,5 @@ def test_the_models_context_window_from_genai_prices(workspace):
 def test_an_unknown_model_gets_the_default_and_an_explicit_window_wins(workspace):
     assert create_agent(workspace, provider=ScriptedProvider(["x"], model="no-such-model-9")).context_window == 128_000
     assert create_agent(workspace, provider=ScriptedProvider(["x"]), context_window=32_000).context_window == 32_000
-    with pytest.raises(ValueError, match="context_window must be a whole number"):
+    with pytest.raises(ValueError, match="context_window: expected a whole number of tokens, at least 1000"):
         create_agent(workspace, provider=ScriptedProvider(["x"]), context_window=5)

@@ -34,6 +34,17 @@ def limited() -> Reply:
                       headers={"retry-after": "0"})
 
 
+def posts(*replies: Reply) -> list[Any]:
+    """``replies`` to the model calls; the GETs an openai-compatible server is asked before a run
+    (``/models``, llama.cpp's ``/props``: what it serves) are answered 404, as a server that says nothing."""
+    queue = list(replies)
+
+    def answer(request: Any) -> Reply:
+        return Reply.json({"error": "not found"}, status=404) if request.method == "GET" else queue.pop(0)
+
+    return [answer] * (len(replies) + 2)
+
+
 def agent_for(workspace: Any, server: FakeProviderServer) -> Any:
     return create_agent(workspace, provider="openai-compatible", model="primary-model", base_url=server.url,
                         api_key="k-test", retry=FAST, fallback_models=["backup-model"], autoload_plugins=False,
@@ -42,12 +53,12 @@ def agent_for(workspace: Any, server: FakeProviderServer) -> Any:
 
 
 async def test_two_529s_then_the_fallback_model(workspace):
-    async with FakeProviderServer([overloaded(), overloaded(), done("backup-model", "answered by backup")]) as server:
+    async with FakeProviderServer(posts(overloaded(), overloaded(), done("backup-model", "answered by backup"))) as server:
         async with agent_for(workspace, server) as agent:  # closes the fallback model's client too
             events: list[Any] = []
             agent.on("run.warning", events.append)
             result = await agent.run("hello")
-        bodies = [json.loads(r.body) for r in server.requests]
+        bodies = [json.loads(r.body) for r in server.requests if r.method == "POST"]
     assert result.status == "completed" and result.text == "answered by backup"
     assert [b["model"] for b in bodies] == ["primary-model", "primary-model", "backup-model"]
     assert bodies[2]["messages"] == bodies[0]["messages"]  # the same request
@@ -58,9 +69,9 @@ async def test_two_529s_then_the_fallback_model(workspace):
 
 
 async def test_two_429s_do_not_fall_back(workspace):
-    async with FakeProviderServer([limited(), limited(), done("backup-model", "never")]) as server:
+    async with FakeProviderServer(posts(limited(), limited(), done("backup-model", "never"))) as server:
         async with agent_for(workspace, server) as agent:
             result = await agent.run("hello")
-        models = [json.loads(r.body)["model"] for r in server.requests]
+        models = [json.loads(r.body)["model"] for r in server.requests if r.method == "POST"]
     assert result.status == "failed" and result.error.code == "provider_rate_limited"
     assert models == ["primary-model", "primary-model"]

@@ -37,9 +37,28 @@ def _agent_options(fn: Any) -> Any:
     return fn
 
 
+def _model_options(fn: Any) -> Any:
+    """How ``smoke run`` calls the model (the settings keys of the same names)."""
+    for option in reversed((
+        click.option("--tool-calls", type=click.Choice(["native", "inline", "constrained", "auto"]), default=None,
+                     help="How tool calls travel (OpenAI-compatible providers): native, inline (in the text), "
+                          "constrained (in the text, held to the tools' schemas by the server), auto."),
+        click.option("--context-window", type=click.IntRange(min=1000), default=None,
+                     help="The model's context window in tokens (default: what the server says)."),
+        click.option("--max-tokens", type=click.IntRange(min=1), default=None,
+                     help="The most tokens one reply may have."),
+        click.option("--temperature", type=click.FloatRange(0, 2), default=None, help="Sampling temperature."),
+        click.option("--top-p", type=click.FloatRange(0, 1, min_open=True), default=None, help="Nucleus sampling."),
+        click.option("--seed", type=int, default=None, help="Sampling seed (where the server honours it)."),
+    )):
+        fn = option(fn)
+    return fn
+
+
 @click.command("run")
 @click.argument("task", required=False)
 @_agent_options
+@_model_options
 @click.option("--print", "-p", "print_answer", is_flag=True,
               help="Write only the final answer to stdout, the transcript to stderr (automatic when stdout is not a "
                    "terminal).")
@@ -92,6 +111,8 @@ def providers_command(as_json: bool) -> None:
 @click.option("--yes", "-y", is_flag=True, help="Approve every call without asking.")
 @click.option("--json", "as_json", is_flag=True, help="Write every event as one JSON line to stdout.")
 @click.option("--workspace", "-w", default=None, type=click.Path(file_okay=False), help="Copy the sample project here instead of a temporary folder.")
+@click.option("--real", is_flag=True, help="Drive it with a real small model on this machine (llama-server and a "
+              "GGUF model from `nox -s realmodel`, or SMOKE_LLAMA_SERVER and SMOKE_LLAMA_MODEL).")
 def demo_command(**kwargs: object) -> None:
     """Watch a simulated model fix a real bug with the real harness (offline, no key)."""
     from .run import demo_impl

@@ -135,6 +135,12 @@ class TerminalUI:
         elif t == "step.started":
             self._streamed = []  # what this step streams; the final answer is the last step's text
             self._spin(f"thinking… (step {d['step']}, phase {self._phase})")
+        elif t == "model.progress":  # a local model reads the prompt, or writes a tool call's arguments
+            if d.get("kind") == "prompt" and d.get("total"):
+                self._spin(f"reading the prompt… {d['done']:,} of {d['total']:,} tokens")
+            elif d.get("kind") == "tool_arguments":
+                self._spin(f"writing a call{' to ' + esc(d['tool_name']) if d.get('tool_name') else ''}… "
+                           f"{d['done']:,} characters")
         elif t == "text.delta":
             self._stop_spin()
             self._streamed.append(d["text"])

@@ -24,6 +24,10 @@ from .prompts import prompt_choice
 from .render import TerminalUI, is_interactive
 from .run_io import EXIT_PIPE, EXIT_USAGE, PipeGuard, exit_status
 
+#: ``smoke run``'s flags for the model call (settings keys of the same names)
+MODEL_FLAGS = ("tool_calls", "context_window", "max_tokens", "temperature", "top_p", "seed")
+
+
 # ---------------------------------------------------------------- running
 
 
@@ -125,6 +129,7 @@ class AgentSetup:
                 session_id=session_id, max_steps=self.flags.get("max_steps"), permission=self.flags.get("permission"),
                 auto_approve=self.flags.get("auto_approve"), trust_workspace=self.resolved.trusted,
                 model_settings=None if self.stream else {"stream": False},
+                **{k: self.flags[k] for k in MODEL_FLAGS if k in self.flags},
             )
         except (ConfigError, ValueError, TypeError, OSError) as exc:
             raise SetupError(cli_words(exc)) from None
@@ -152,7 +157,8 @@ class SetupError(Exception):
 
 
 def prepare(workspace: str, provider: str | None, model: str | None, base_url: str | None,
-            max_steps: int | None, yes: bool, no_stream: bool, *, interactive: bool, plan: bool = False) -> AgentSetup:
+            max_steps: int | None, yes: bool, no_stream: bool, *, interactive: bool, plan: bool = False,
+            model_flags: dict[str, Any] | None = None) -> AgentSetup:
     """Resolve settings, provider and model for ``smoke run`` / ``smoke chat``;
     a mistake is :class:`SetupError` worded for the command line."""
     from ..base.errors import ConfigError, NoProviderError
@@ -165,7 +171,7 @@ def prepare(workspace: str, provider: str | None, model: str | None, base_url: s
     ws = Path(workspace).resolve()
     flags: dict[str, Any] = {"provider": provider, "model": model, "base_url": base_url, "max_steps": max_steps,
                              "auto_approve": True if yes else None, "stream": False if no_stream else None,
-                             "permission": "plan" if plan else None}
+                             "permission": "plan" if plan else None, **(model_flags or {})}
     flags = {k: v for k, v in flags.items() if v is not None}
     try:
         pm = create_plugin_manager()
@@ -277,7 +283,7 @@ def run_impl(task: str | None, workspace: str, provider: str | None, model: str 
              images: tuple[str, ...] = (), output_schema: str | None = None, plan: bool = False,
              print_answer: bool = False,
              transcript: bool = False, continue_: bool = False, resume: str | None = None,
-             fork: str | None = None) -> None:
+             fork: str | None = None, **model_flags: Any) -> None:
     """Run TASK with a model in the workspace (no TASK at a terminal: ``smoke chat``)."""
     from ..run.history import new_session_id
     from .run_io import StdinError, estimated_tokens, stdin_is_piped, task_with_stdin, write_answer
@@ -295,8 +301,11 @@ def run_impl(task: str | None, workspace: str, provider: str | None, model: str 
     # answer only: --print, or stdout is not a terminal (a pipe, a file) unless --transcript or --json
     answer_only = not as_json and (print_answer or (not transcript and not sys.stdout.isatty()))
     try:
+        unknown = set(model_flags) - set(MODEL_FLAGS)
+        if unknown:
+            raise TypeError(f"run_impl() got unexpected keyword arguments {sorted(unknown)}")
         setup = prepare(workspace, provider, model, base_url, max_steps, yes, no_stream,
-                        interactive=not as_json and is_interactive(), plan=plan)
+                        interactive=not as_json and is_interactive(), plan=plan, model_flags=model_flags)
         parts: list[Any] = [task, *_load_images(images)]
         output = output_type_from_schema(output_schema) if output_schema else None
     except SetupError as exc:
@@ -422,8 +431,9 @@ def _offer_trust(ws: Path, resolved: Any, flags: dict[str, Any], specs: Any) -> 
     return resolve_settings(ws, code=flags, code_origin="flag", trust=True, specs=specs)
 
 
-def demo_impl(yes: bool, as_json: bool, workspace: str | None) -> None:
-    """Watch a simulated model fix a real bug with the real harness (offline, no key)."""
+def demo_impl(yes: bool, as_json: bool, workspace: str | None, real: bool = False) -> None:
+    """Watch a simulated model fix a real bug with the real harness (offline,
+    no key); ``real``: a real small model on this machine drives it."""
     import subprocess
 
     from ..base.errors import ConfigError
@@ -433,15 +443,24 @@ def demo_impl(yes: bool, as_json: bool, workspace: str | None) -> None:
     auto = yes or not is_interactive()
     if auto and not yes and not as_json:
         click.echo("smoke demo: no terminal attached, so approvals are granted automatically (use --yes to say so).", err=True)
+    server = None
     try:
-        agent, project = create_demo_agent(workspace, auto_approve=auto)
+        if real:
+            agent, project, label, server = _real_demo(workspace, auto)
+        else:
+            agent, project = create_demo_agent(workspace, auto_approve=auto)
+            label = SIMULATION_LABEL
     except (RuntimeError, ConfigError) as exc:
         click.echo(f"smoke demo: {exc}", err=True)
         sys.exit(EXIT_USAGE)
     if not as_json:
         click.echo(f"sample project copied to {project}")
-    code, _ = _run_agent(agent, DEMO_TASK, as_json=as_json, approve=_approve_mode(as_json),
-                         label=SIMULATION_LABEL, yes=auto)
+    click.echo(f"smoke demo: the model is the {label}", err=True)
+    try:
+        code, _ = _run_agent(agent, DEMO_TASK, as_json=as_json, approve=_approve_mode(as_json), label=label, yes=auto)
+    finally:
+        if server is not None:
+            server.stop()
     if not as_json:
         proc = subprocess.run(
             [sys.executable, "-m", "unittest", "discover", "-s", "tests"], cwd=project,
@@ -451,3 +470,24 @@ def demo_impl(yes: bool, as_json: bool, workspace: str | None) -> None:
         click.echo(f"\nsample project tests after the run: {verdict} ({proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ''})")
         click.echo(f"the project is at {project}")
     sys.exit(code)
+
+
+def _real_demo(workspace: str | None, auto: bool) -> tuple[Any, Path, str, Any]:
+    """``smoke demo --real``: a llama-server on 127.0.0.1 and the demo agent it drives."""
+    from ..demo import create_real_demo_agent, real_demo_label
+    from ..demo.llama_server import LlamaServer, RealModelMissing, find_real_model
+
+    try:
+        found = find_real_model()
+    except RealModelMissing as exc:
+        raise RuntimeError(f"--real: {exc}") from None
+    threads = int(os.environ.get("SMOKE_LLAMA_THREADS") or min(4, os.cpu_count() or 1))
+    click.echo(f"smoke demo: starting llama-server with {found.model.name} ({threads} thread(s))...", err=True)
+    server = LlamaServer(found, alias=found.name, ctx=8192, threads=threads).start()
+    try:
+        agent, project = create_real_demo_agent(server.url, found.name, workspace, auto_approve=auto)
+    except BaseException:
+        server.stop()
+        raise
+    return agent, project, real_demo_label(found.name, server.base_url or "?", found.source), server
+

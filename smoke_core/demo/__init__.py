@@ -1,4 +1,6 @@
-"""``smoke demo``: an offline simulated model driving the real harness.
+"""``smoke demo``: an offline simulated model driving the real harness
+(``smoke demo --real``: a real small model on this machine, served by
+llama.cpp's llama-server — :mod:`smoke_core.demo.llama_server`).
 
 Only the model's turns are scripted. The tools are the real tool plugins
 (filesystem, search, terminal, agent), the hooks, permissions and events are
@@ -28,6 +30,8 @@ DEMO_TASK = (
     "Find the bug, fix it, and make the tests pass."
 )
 SIMULATION_LABEL = "simulated model (offline demo: the model's turns are scripted; tools, files and tests are real)"
+#: the tools a real small model gets in ``smoke demo --real`` (every tool's schema costs prompt tokens on a CPU)
+REAL_DEMO_TOOLS = ("list_directory", "read_file", "grep", "edit_file", "run_test", "finish_task")
 REQUIRED_GROUPS = ("filesystem", "search", "terminal", "agent")
 REQUIRED_PACKAGES = "smoke-tools-filesystem smoke-tools-search smoke-tools-terminal smoke-tools-agent"
 
@@ -187,6 +191,46 @@ class DemoProvider(ScriptedProvider):
 
     def __init__(self, *, model: str | None = None, **_: Any) -> None:
         super().__init__(demo_turns(), model=model or "smoke-demo-simulated", chunk_size=14)
+
+
+def real_demo_label(model: str, where: str, source: str) -> str:
+    return (f"real model {model} (llama-server at {where}, found in "
+            f"{'SMOKE_LLAMA_SERVER / SMOKE_LLAMA_MODEL' if source == 'environment' else 'the realmodel cache'}; "
+            f"tool calls constrained to the tools' schemas)")
+
+
+def create_real_demo_agent(
+    base_url: str, model: str, workspace: str | Path | None = None, *, auto_approve: bool = False, **kwargs: Any
+) -> tuple[Agent, Path]:
+    """The demo on a fresh copy of the sample project, driven by a real
+    model that a llama-server at ``base_url`` serves as ``model``
+    (:mod:`smoke_core.demo.llama_server` starts one): the ``llamacpp``
+    provider, tool calls constrained, temperature 0, a fixed seed, and only
+    :data:`REAL_DEMO_TOOLS` exposed."""
+    from ..hooks.manager import collect_providers, create_plugin_manager
+    from ..run.factory import create_agent
+
+    if "llamacpp" not in collect_providers(create_plugin_manager()).names():
+        raise RuntimeError("smoke demo --real needs the llamacpp provider: pip install smoke-provider-openai")
+    project = copy_sample_project(workspace)
+    kwargs.setdefault("max_steps", 16)
+    # a small model does not guess the test command of a project it has not seen; and it copies any
+    # absolute path it is shown into its next call (the interpreter's, as an edit_file path), so the
+    # command names the interpreter by its name when that finds one (the tests need only the stdlib)
+    command = "python3 -m unittest discover -s tests -v" if shutil.which("python3") else _test_command()
+    kwargs.setdefault("instructions", "Paths are relative to the workspace root. To run the project's tests, "
+                                      f"call run_test with the command: {command}")
+    agent = create_agent(project, provider="llamacpp", model=model, base_url=base_url, auto_approve=auto_approve,
+                         tool_calls="constrained", temperature=0, seed=1, max_tokens=512, **kwargs)
+    missing = [g for g in REQUIRED_GROUPS if not any(t.group == g for t in agent.tools.values())]
+    if missing:
+        raise RuntimeError(
+            f"smoke demo needs the tool groups {', '.join(missing)}: pip install {REQUIRED_PACKAGES}"
+        )
+    for name in agent.registry.names():
+        if name not in REAL_DEMO_TOOLS:
+            agent.registry.unregister(name)
+    return agent, project
 
 
 def create_demo_agent(

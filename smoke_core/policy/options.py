@@ -22,6 +22,9 @@ class Guards:
     repeated_tool_error: int = 3
     #: how deep subagents may nest (a subagent's own subagents are depth 2)
     subagent_depth: int = 2
+    #: replies cut off at ``max_tokens`` in a row before the run fails (``output_truncated``);
+    #: each one before is a ``run.warning`` and a request to continue
+    truncated_replies: int = 3
     #: how many times ``before_run_end`` hooks may make one run go on (Claude Code's Stop cap)
     stop_continuations: int = 8
 

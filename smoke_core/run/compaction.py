@@ -131,8 +131,18 @@ class Compactor:
         estimated = self.due(run)
         if estimated is None:
             return False
+        return await self.compact_now(run, summarise, estimated=estimated)
+
+    async def compact_now(self, run: CompactableRun, summarise: Summarise | None = None, *,
+                          estimated: int | None = None, keep_recent: int | None = None) -> bool:
+        """Compact ``run.messages`` whatever the estimate says (the server
+        said the prompt does not fit: ``provider_context_overflow``), keeping
+        the last ``keep_recent`` messages (default: the compactor's); False
+        when there is nothing older than the kept tail to summarise."""
         messages = run.messages
-        cut = self._cut_index(messages)
+        if estimated is None:
+            estimated = estimate_tokens(messages, run.system_prompt(), run.tool_schemas)
+        cut = self._cut_index(messages, self.keep_recent if keep_recent is None else keep_recent)
         if cut is None:
             return False
         run.emit("compaction.started", {"messages": len(messages), "estimated_tokens": estimated})
@@ -150,8 +160,8 @@ class Compactor:
         )
         return True
 
-    def _cut_index(self, messages: list[Message]) -> int | None:
-        cut = len(messages) - self.keep_recent
+    def _cut_index(self, messages: list[Message], keep_recent: int) -> int | None:
+        cut = len(messages) - keep_recent
         while cut > 1 and messages[cut]["role"] != "assistant":
             cut -= 1
         if cut <= 1:

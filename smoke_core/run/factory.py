@@ -34,8 +34,11 @@ _CREATE_AGENT_ARGS = (
     "permissions", "system_prompt", "instructions", "session_id", "store", "user_id", "max_steps", "retry",
     "guards", "context_window", "model_settings", "max_tool_output_chars", "autoload_plugins",
     "provider_options", "sandbox", "trust_workspace", "setting_sources", "plugin_options",
+    "tool_calls", "max_tokens", "temperature", "top_p", "seed",
     "fallback_models", "max_cost_usd", "max_input_tokens", "max_output_tokens", "checkpoints",
 )
+#: settings keys that go into every model request (``model_settings``), unless it names them itself
+MODEL_SETTING_KEYS = ("max_tokens", "temperature", "top_p", "seed")
 _settings_log_seen: set[str] = set()
 
 
@@ -89,6 +92,11 @@ def create_agent(
     trust_workspace: bool | None = True,
     setting_sources: Iterable[str] | None = None,
     plugin_options: dict[str, dict[str, Any]] | None = None,
+    tool_calls: str | None = None,
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    seed: int | None = None,
     fallback_models: list[str] | None = None,
     max_cost_usd: float | None = None,
     max_input_tokens: int | None = None,
@@ -113,7 +121,9 @@ def create_agent(
     Settings (docs/security.md): the keyword arguments ``provider``,
     ``model``, ``base_url``, ``permission``, ``auto_approve``,
     ``permissions``, ``max_steps``, ``sandbox``, ``instructions``,
-    ``plugin_options``, ``checkpoints`` (False: no checkpoints for ``agent.rewind``) and the keys plugins declare (``mcp_servers=``,
+    ``plugin_options``, ``checkpoints`` (False: no checkpoints for ``agent.rewind``), the model call's
+    ``tool_calls``, ``context_window``, ``max_tokens``, ``temperature``, ``top_p`` and ``seed`` (the last four go
+    into every request unless ``model_settings`` names them) and the keys plugins declare (``mcp_servers=``,
     ``skills_dir=``...) are the *code* layer, above the user, project, local
     and environment layers (``setting_sources`` limits which are read;
     ``setting_sources=()`` reads none) and below managed settings, which are
@@ -158,6 +168,8 @@ def create_agent(
         "instructions": instructions if not isinstance(instructions, bool) else None,
         "plugin_options": plugin_options,
         "sandbox": sandbox.model_dump(exclude_unset=True) if isinstance(sandbox, SandboxSettings) else sandbox,
+        "tool_calls": tool_calls, "context_window": context_window, "max_tokens": max_tokens,
+        "temperature": temperature, "top_p": top_p, "seed": seed,
         "hooks": command_hooks or None,
         "fallback_models": fallback_models, "max_cost_usd": max_cost_usd, "max_input_tokens": max_input_tokens,
         "max_output_tokens": max_output_tokens,
@@ -215,7 +227,9 @@ def create_agent(
         extra=extra,
     )
 
-    provider_obj = _resolve_provider(chosen, chosen_model, api_key, chosen_url, user_id, providers, provider_options)
+    from_settings = {k: values[k] for k in ("tool_calls", "context_window") if values.get(k) is not None}
+    provider_obj = _resolve_provider(chosen, chosen_model, api_key, chosen_url, user_id, providers, provider_options,
+                                     from_settings)
     options.budget = Budget(values["max_cost_usd"], values["max_input_tokens"], values["max_output_tokens"])
     options.fallbacks = _fallbacks(values["fallback_models"], provider_obj, user_id, providers)
 
@@ -303,8 +317,8 @@ def create_agent(
         store=store if store is not None else _store_from_settings(values.get("store")),
         retry=retry or RetryPolicy(),
         guards=guards or Guards(),
-        compactor=Compactor(context_window=_context_window(context_window, provider_obj)),
-        model_settings=_model_settings(model_settings, values.get("stream")),
+        compactor=Compactor(context_window=_context_window(values.get("context_window"), provider_obj)),
+        model_settings=_model_settings(model_settings, values),
         max_tool_output_chars=max_tool_output_chars,
         gate=gate,
         settings=resolved,
@@ -370,11 +384,13 @@ def _context_window(given: int | None, provider: Provider) -> int | Callable[[],
     return lookup
 
 
-def _model_settings(given: dict[str, Any] | None, stream: bool | None) -> dict[str, Any]:
-    """``model_settings`` as given; the ``stream`` setting (files, flags) fills in ``"stream"``."""
+def _model_settings(given: dict[str, Any] | None, values: dict[str, Any]) -> dict[str, Any]:
+    """``model_settings`` as given; the settings (files, flags) fill in
+    ``stream``, ``max_tokens``, ``temperature``, ``top_p`` and ``seed``."""
     settings = dict(given or {})
-    if stream is not None:
-        settings.setdefault("stream", stream)
+    for key in ("stream", *MODEL_SETTING_KEYS):
+        if values.get(key) is not None:
+            settings.setdefault(key, values[key])
     return settings
 
 
@@ -386,6 +402,7 @@ def _resolve_provider(
     user_id: str | None,
     providers: ProviderRegistry,
     provider_options: dict[str, Any] | None,
+    from_settings: dict[str, Any] | None = None,
 ) -> Provider:
     if provider is not None and not isinstance(provider, str):
         if not hasattr(provider, "stream"):
@@ -413,8 +430,17 @@ def _resolve_provider(
     if base_url is not None:
         kwargs["base_url"] = base_url
     kwargs.update(provider_options or {})
+    # the tool_calls and context_window settings, for a provider that takes them (provider_options win)
+    extra = {k: v for k, v in (from_settings or {}).items() if k not in kwargs}
     try:
-        return spec.factory(**kwargs)
+        try:
+            return spec.factory(**kwargs, **extra)
+        except TypeError:
+            if not extra:
+                raise
+            provider = spec.factory(**kwargs)
+            warn_once(f"provider {name!r} takes no {' or '.join(sorted(extra))} option; the setting is ignored for it")
+            return provider
     except AgentError:
         raise
     except TypeError as exc:

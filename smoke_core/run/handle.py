@@ -24,6 +24,7 @@ from typing import Any
 from ..base.errors import AgentError, AgentErrorInfo
 from ..base.forms import FormError, check_form
 from ..base.messages import Message
+from ..base.prompts import tailor_system_prompt
 from ..base.smoke_dir import ensure_smoke_dir
 from ..policy.rules import PermissionRequest
 from ..tools.context import ToolContext
@@ -223,8 +224,10 @@ class RunHandle(StepLoop, SubagentRunner):
         return True
 
     def system_prompt(self) -> str | None:
-        """The system prompt: the same for every model call of the run."""
-        return self._deps.system_prompt
+        """The system prompt: the same for every model call of the run (the
+        default one names only the tools the run exposes)."""
+        st = self._st
+        return st.system if st.tools_fixed else self._deps.system_prompt
 
     def abort(self) -> None:
         """Stop the run now (safe from any thread): the model stream is closed,
@@ -371,6 +374,7 @@ class RunHandle(StepLoop, SubagentRunner):
                 ))
             exposed[FINAL_RESULT] = st.output.tool()
         st.tools = exposed
+        st.system = tailor_system_prompt(self._deps.system_prompt, exposed)
         st.tools_fixed = True
         st.schemas = [t.provider_schema() for t in exposed.values()]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -21,7 +22,9 @@ from ..wire.pricing import price_usd
 from ..wire.types import (
     Finished,
     ModelRequest,
+    Progress,
     Provider,
+    ProviderNotice,
     RetryPolicy,
     TextDelta,
     ThoughtDelta,
@@ -33,6 +36,8 @@ from .compaction import summarise_with
 from .event_bus import Emit
 from .fair import starved, take_turn
 from .state import RunFailed, RunState, ToolCallRejected
+
+log = logging.getLogger("smoke")
 
 
 class ModelCaller:
@@ -81,6 +86,20 @@ class ModelCaller:
     @property
     def model(self) -> str:
         return getattr(self.provider, "model", "") or ""
+
+    async def prepare(self) -> None:
+        """Before the run's first model call: the provider's ``prepare()``
+        when it has one (an HTTP provider of a local server asks it for the
+        model's context size and capabilities, once). Never fails the run."""
+        prepare = getattr(self.provider, "prepare", None)
+        if prepare is None:
+            return
+        try:
+            await prepare()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # what the server says is a help, never a condition
+            log.debug("smoke: %s.prepare() failed: %s", getattr(self.provider, "name", "provider"), exc)
 
     def unhooked_request(self) -> ModelRequest | None:
         """The request for this step when no plugin implements
@@ -344,6 +363,11 @@ class ModelCaller:
                     usage.add(ev.usage)
                 elif type(ev) is Finished:
                     finish = ev
+                elif type(ev) is Progress:
+                    emit("model.progress", {"kind": ev.kind, "done": ev.done, "total": ev.total,
+                                            "tool_name": ev.name})
+                elif type(ev) is ProviderNotice:
+                    emit("run.warning", {"error": _notice_info(ev).to_dict(), "attempt": None, "retry_in_ms": None})
         finally:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
@@ -415,6 +439,15 @@ class ModelCaller:
             "run": self.hook_run,
         }
         await self.hooks.observe("after_model_call", kwargs, self.on_hook_error)
+
+
+def _notice_info(notice: ProviderNotice) -> AgentErrorInfo:
+    try:
+        return AgentErrorInfo.from_code(notice.code, notice.message, hint=notice.hint,  # type: ignore[arg-type]
+                                        details=dict(notice.details), severity="warning")
+    except ValueError:  # a code Smoke does not know: still heard
+        return AgentErrorInfo.from_code("provider_error", notice.message, hint=notice.hint,
+                                        details={**notice.details, "notice_code": notice.code}, severity="warning")
 
 
 class _FallbackNeeded(Exception):

@@ -69,6 +69,10 @@ class RunState:
     same_failures: int = 0
     #: tool calls the provider rejected in a row (``ToolCallRejected``)
     rejected_calls: int = 0
+    #: replies cut off at max_tokens in a row (``finish_reason: length``)
+    truncated_replies: int = 0
+    #: the system prompt of this run (the default one built from the exposed tools), once tools are fixed
+    system: str | None = None
     #: set by a part of the run that wants the loop to stop after this step's results are recorded
     stop: AgentErrorInfo | None = None
     #: how many times ``before_run_end`` made this run go on

@@ -92,6 +92,73 @@ class StepLoop:
         self._append(user_message(message))
         return True
 
+    async def _answer_overflow(self, info: AgentErrorInfo, run: CompactableRun) -> None:
+        """The server said the prompt does not fit its context: believe its
+        size from now on, compact the history, and let the step try once
+        more; nothing to compact ends the run with the overflow."""
+        compactor = self._deps.compactor
+        served = info.details.get("n_ctx")
+        if isinstance(served, int) and 0 < served < compactor.context_window:
+            compactor.context_window = served
+        self.emit("run.warning", {"error": info.model_copy(update={"severity": "warning"}).to_dict(),
+                                  "attempt": None, "retry_in_ms": None})
+        deps = self._deps
+        if deps.hooks.has("before_compaction") and not await compaction_allowed(
+            deps.hooks, self, "auto", "", lambda warned: self.emit(
+                "run.warning", {"error": warned.to_dict(), "attempt": None, "retry_in_ms": None})):
+            raise RunFailed(info.model_copy(update={
+                "hint": "A before_compaction hook blocked the compaction this overflow needs. Serve a larger "
+                        "context (llama-server -c), or let compaction run.",
+            }))
+        compact_now = getattr(compactor, "compact_now", None)
+        if compact_now is not None:
+            done = await compact_now(run, self._model.summarise, keep_recent=min(2, compactor.keep_recent))
+        else:  # a compactor of another kind: its own rule
+            done = await compactor.maybe_compact(run, self._model.summarise)
+        if not done:
+            raise RunFailed(info.model_copy(update={
+                "hint": "There is no earlier history to summarise: the task, the system prompt and the tools "
+                        "alone do not fit. Serve a larger context (llama-server -c), expose fewer tools, or use "
+                        "a shorter task.",
+            }))
+
+    def _truncated(self, reply: Message, request: Any) -> Message | None:
+        """A reply cut off at ``max_tokens`` (``finish_reason: length``):
+        ``run.warning`` (``output_truncated``), and the calls that arrived
+        whole go on (the reply returned without the broken ones); else the
+        partial text is kept and the model is asked to continue (None: the
+        loop takes the next step). ``Guards.truncated_replies`` in a row fail
+        the run."""
+        st = self._st
+        st.truncated_replies += 1
+        limit = self._deps.guards.truncated_replies
+        max_tokens = (request.settings or {}).get("max_tokens")
+        said = f"max_tokens={max_tokens}" if max_tokens else "the server's output limit"
+        details = {"max_tokens": max_tokens, "count": st.truncated_replies}
+        if limit and st.truncated_replies >= limit:
+            raise RunFailed(AgentErrorInfo.from_code(
+                "output_truncated", f"the model's reply was cut off at {said} {st.truncated_replies} times in a row",
+                severity="error", hint="Raise max_tokens (setting or --max-tokens), or use a model that answers "
+                                       "more briefly.", details=details,
+            ))
+        whole = [b for b in reply["content"] if b["type"] != "tool_call" or "raw_arguments" not in b]
+        calls = [b for b in whole if b["type"] == "tool_call"]
+        self.emit("run.warning", {"error": AgentErrorInfo.from_code(
+            "output_truncated", f"the model's reply was cut off at {said}"
+            + ("; running the tool calls that arrived whole" if calls else "; asking it to continue"),
+            details=details).to_dict(), "attempt": None, "retry_in_ms": None})
+        if calls:
+            return {**reply, "content": whole}
+        text = [b for b in whole if b["type"] == "text" and b.get("text", "").strip()]
+        if text:
+            self._append({"role": "assistant", "content": text})
+        self._append(user_message(
+            f"Your last reply was cut off: it reached {said} before it ended. "
+            + ("Continue from where it stopped, more briefly. " if text else "")
+            + "To call a tool, reply with the tool call alone; keep its arguments short."
+        ))
+        return None
+
     async def _loop_steps(self) -> str | None:
         deps = self._deps
         st = self._st
@@ -105,6 +172,8 @@ class StepLoop:
         cancelled = self.cancelled
         this = cast("CompactableRun", self)  # the run, as the compactor reads it
         top_level = self.parent is None  # a subagent also stops when a run above it is aborted
+        # before anything reads the context window: a local server tells its size and capabilities (once)
+        await model.prepare()
         while True:
             if top_level:
                 if cancelled.is_set():
@@ -134,10 +203,22 @@ class StepLoop:
                         self.add_instructions(text)
             if st.pending_instructions:
                 self._flush_instructions()
-            request = model.unhooked_request() or await model.build_request(step)
-            try:
-                reply, finish_reason = await model.call(request, step)
-            except ToolCallRejected as rejected:
+            overflowed = False
+            while True:
+                request = model.unhooked_request() or await model.build_request(step)
+                try:
+                    reply, finish_reason = await model.call(request, step)
+                    rejected = None
+                    break
+                except ToolCallRejected as exc:
+                    rejected = exc
+                    break
+                except RunFailed as failed:
+                    if failed.info.code != "provider_context_overflow" or overflowed:
+                        raise
+                    overflowed = True  # compact, then try once more
+                    await self._answer_overflow(failed.info, this)
+            if rejected is not None:
                 st.rejected_calls += 1
                 limit = guards.repeated_tool_error
                 if limit and st.rejected_calls > limit:
@@ -154,6 +235,14 @@ class StepLoop:
                 emit("step.ended", {"step": step, "tool_calls": 0, "finish_reason": "tool_call_rejected"})
                 continue
             st.rejected_calls = 0
+            if finish_reason == "length":
+                whole = self._truncated(reply, request)
+                if whole is None:
+                    emit("step.ended", {"step": step, "tool_calls": 0, "finish_reason": finish_reason})
+                    continue
+                reply = whole
+            else:
+                st.truncated_replies = 0
 
             calls: list[dict[str, Any]] = []
             has_text = False

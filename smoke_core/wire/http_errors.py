@@ -55,6 +55,52 @@ _JSON_PARSE_MESSAGE = re.compile(
 )
 
 
+# What servers say when the prompt does not fit the context they serve (llama.cpp's
+# exceed_context_size_error, OpenAI's and vLLM's "maximum context length", Anthropic's
+# "prompt is too long"); matched on these words only, never on any 400.
+_OVERFLOW_TYPES = frozenset({"exceed_context_size_error", "context_length_exceeded"})
+_OVERFLOW_MESSAGE = re.compile(
+    r"exceeds the available context size|maximum context length is \d+|prompt is too long"
+    r"|context_length_exceeded|input (?:is )?too long for (?:the )?(?:requested )?model", re.I,
+)
+_NUMBERS = (
+    (re.compile(r"\((\d+) tokens\) exceeds the available context size \((\d+) tokens\)"), ("n_prompt_tokens", "n_ctx")),
+    (re.compile(r"maximum context length is (\d+) tokens.*?(?:requested|resulted in) (\d+) tokens", re.S),
+     ("n_ctx", "n_prompt_tokens")),
+    (re.compile(r"prompt is too long: (\d+) tokens > (\d+)"), ("n_prompt_tokens", "n_ctx")),
+)
+
+
+def context_overflow(
+    err: Mapping[str, Any], message: str, *, provider: str, status: int | None
+) -> AgentError | None:
+    """``provider_context_overflow`` when the error says the prompt is longer
+    than the context the server serves (``details``: ``n_ctx`` and
+    ``n_prompt_tokens`` where the server says them), else None. The run
+    answers it by compacting the history and trying once more."""
+    kinds = {str(err.get(k)).lower() for k in ("type", "code") if err.get(k) is not None}
+    if status not in (None, 400, 413, 422) or not (kinds & _OVERFLOW_TYPES or _OVERFLOW_MESSAGE.search(message)):
+        return None
+    details: dict[str, Any] = {"provider": provider}
+    if status is not None:
+        details["status"] = status
+    for key in ("n_ctx", "n_prompt_tokens"):
+        if isinstance(err.get(key), int) and not isinstance(err.get(key), bool):
+            details[key] = err[key]
+    for pattern, names in _NUMBERS:
+        match = pattern.search(message)
+        if match:
+            for name, value in zip(names, match.groups(), strict=True):
+                details.setdefault(name, int(value))
+            break
+    size = f" ({details['n_prompt_tokens']:,} tokens; the server serves {details['n_ctx']:,})" if {
+        "n_ctx", "n_prompt_tokens"} <= set(details) else ""
+    return AgentError.from_code(
+        "provider_context_overflow", f"the prompt is longer than the context {provider} serves{size}: {message}",
+        details=details,
+    )
+
+
 def retry_after_from(headers: Mapping[str, str]) -> float | None:
     """``retry-after-ms`` (OpenAI) wins over ``Retry-After`` (seconds or an HTTP date)."""
     ms = headers.get("retry-after-ms")
@@ -132,6 +178,9 @@ def http_error(
     rejected = rejected_tool_call(err, message, provider=provider, status=status, tools_sent=tools_sent)
     if rejected is not None:
         return rejected
+    overflow = context_overflow(err, message, provider=provider, status=status)
+    if overflow is not None:
+        return overflow
     details: dict[str, Any] = {}
     for key in ("type", "code", "param"):
         if err.get(key) is not None:
@@ -176,6 +225,9 @@ def in_band_error(err: Any, *, provider: str, env_var: str | None) -> AgentError
     rejected = rejected_tool_call(err, message, provider=provider, status=None, tools_sent=True)
     if rejected is not None:
         return rejected
+    overflow = context_overflow(err, message, provider=provider, status=None)
+    if overflow is not None:
+        return overflow
     raw = (err.get("metadata") or {}).get("raw") if isinstance(err.get("metadata"), dict) else None
     if raw:
         message = f"{message}: {raw}"

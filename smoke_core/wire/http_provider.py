@@ -29,11 +29,13 @@ from .model_facts import (
     DEFAULT_CONTEXT_WINDOW,
     ModelFacts,
     facts_from_models_entry,
+    find_models_entry,
     genai_prices_context_window,
 )
 from .types import (
     ApiKey,
     ModelRequest,
+    Progress,
     ProviderEvent,
     TextDelta,
     ThoughtDelta,
@@ -106,6 +108,7 @@ class HTTPProvider:
         max_line_bytes: int | None = None,
         context_window: int | None = None,
         max_output_tokens: int | None = None,
+        ask_server_facts: bool = False,
     ) -> None:
         self.name = name
         #: price calls as this ``genai-prices`` provider (a gateway or proxy in front of it)
@@ -135,6 +138,10 @@ class HTTPProvider:
         self._facts_options = (context_window, max_output_tokens)
         # what the server's /models said, per model (shared with with_model() clones: one server)
         self._server_facts: dict[str, tuple[int | None, int | None]] = {}
+        #: ask the server for the model's limits before a run's first call
+        #: (:meth:`prepare`): local servers, whose limits no price list knows
+        self.ask_server_facts = bool(ask_server_facts)
+        self._facts_asked: set[str] = set()  # models already asked about (shared with clones too)
 
     # ------------------------------------------------------------ adapter surface
 
@@ -245,7 +252,7 @@ class HTTPProvider:
                 raise ValueError(f"HTTP {response.status_code}")
             data = json.loads(raw)
             entries = data.get("data") if isinstance(data, dict) else data
-            entry = next((e for e in entries or [] if isinstance(e, dict) and e.get("id") == model), None)
+            entry = find_models_entry(entries, model)
             if entry is None:
                 raise ValueError(f"{model!r} is not in the list")
             facts = facts_from_models_entry(entry)
@@ -258,6 +265,15 @@ class HTTPProvider:
             if response is not None:
                 await response.aclose()
         return self.model_facts(model)
+
+    async def prepare(self, model: str | None = None) -> None:
+        """What a run awaits before its first model call: with
+        ``ask_server_facts``, :meth:`fetch_model_facts` once per model (a
+        served context size replaces the 128k default). Never raises."""
+        model = model or self.model
+        if self.ask_server_facts and model not in self._facts_asked:
+            self._facts_asked.add(model)
+            await self.fetch_model_facts(model)
 
     def with_model(self, model: str) -> HTTPProvider:
         """The same endpoint, key and settings with another model (for subagents)."""
@@ -383,7 +399,10 @@ class HTTPProvider:
 
 
 def _is_progress(event: ProviderEvent) -> bool:
-    """Content: text, reasoning, a tool call. Usage and the finish reason are not."""
+    """Content: text, reasoning, a tool call, reported progress (prompt
+    processing, tool-call arguments). Usage and the finish reason are not."""
+    if type(event) is Progress:
+        return True
     if type(event) is TextDelta:
         return bool(event.text)
     if type(event) is ThoughtDelta:

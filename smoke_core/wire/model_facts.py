@@ -8,12 +8,20 @@ Where they come from, first found wins:
    (:meth:`HTTPProvider.fetch_model_facts`: ``GET <base_url>/models``; vLLM
    says ``max_model_len``, OpenRouter and Together ``context_length``, Groq
    ``context_window`` and ``max_completion_tokens``, Mistral and LM Studio
-   ``max_context_length``, llama.cpp ``meta.n_ctx_train``);
+   ``max_context_length``, llama.cpp ``meta.n_ctx`` — the context the server
+   serves, which is what a prompt must fit, over ``meta.n_ctx_train``, the
+   one the model was trained for); the entry is found by its ``id``, then by
+   its ``aliases``, then — a llama.cpp server answers to any model name — the
+   one model of a llama.cpp list;
 3. ``genai-prices``' data (pydantic's maintained price database, which holds
    a context window for most hosted models; no maximum output);
 4. the documented default: :data:`DEFAULT_CONTEXT_WINDOW` tokens, maximum
    output unknown (None; adapters keep their own default, e.g. Anthropic's
    8192).
+
+A model's default ``max_tokens`` (:func:`default_max_tokens`) comes from
+the same facts: what a local server sends without a limit can run for
+minutes (issue 32).
 
 ``genai_prices`` is imported on the first look-up only.
 """
@@ -26,6 +34,8 @@ from typing import Any
 
 #: the context window assumed when nothing better is known (tokens)
 DEFAULT_CONTEXT_WINDOW = 128_000
+#: the largest default ``max_tokens`` (a reply longer than this is asked for explicitly)
+MAX_DEFAULT_MAX_TOKENS = 8192
 
 _lookups: dict[tuple[str, str | None, str | None], tuple[int | None, str | None]] = {}
 
@@ -39,6 +49,21 @@ class ModelFacts:
     context_window: int
     max_output_tokens: int | None
     source: str
+
+    @property
+    def default_max_tokens(self) -> int:
+        """:func:`default_max_tokens` of these facts."""
+        return default_max_tokens(self)
+
+
+def default_max_tokens(facts: ModelFacts) -> int:
+    """The ``max_tokens`` a request gets when nobody chose one: a quarter of
+    the context window (at least 256), never more than the model's maximum
+    output nor :data:`MAX_DEFAULT_MAX_TOKENS` — so a reply that runs away
+    ends with ``finish_reason: length`` in bounded time, and the prompt
+    keeps three quarters of the window."""
+    cap = min(MAX_DEFAULT_MAX_TOKENS, facts.max_output_tokens or MAX_DEFAULT_MAX_TOKENS)
+    return max(1, min(cap, max(256, facts.context_window // 4)))
 
 
 def _int(value: Any) -> int | None:
@@ -58,7 +83,7 @@ def facts_from_models_entry(entry: dict[str, Any]) -> tuple[int | None, int | No
     context = None
     for value in (entry.get("max_model_len"), entry.get("context_length"), entry.get("context_window"),
                   entry.get("max_context_length"), entry.get("loaded_context_length"), entry.get("max_input_tokens"),
-                  top.get("context_length"), meta.get("n_ctx_train")):
+                  top.get("context_length"), meta.get("n_ctx"), meta.get("n_ctx_train")):
         context = _int(value)
         if context:
             break
@@ -69,6 +94,29 @@ def facts_from_models_entry(entry: dict[str, Any]) -> tuple[int | None, int | No
         if output:
             break
     return context, output
+
+
+def find_models_entry(entries: Any, model: str) -> dict[str, Any] | None:
+    """The entry of a ``/models`` list that serves ``model``: the one whose
+    ``id`` is ``model``, else one that lists it in ``aliases`` (llama.cpp's
+    ``--alias``), else one whose id is a file path ending in ``model`` or
+    ``model.gguf``; else, when the list holds a single llama.cpp model
+    (``owned_by: llamacpp``), that one (llama-server answers any name)."""
+    found = [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+    for entry in found:
+        if entry.get("id") == model:
+            return entry
+    for entry in found:
+        aliases = entry.get("aliases")
+        if isinstance(aliases, list) and model in aliases:
+            return entry
+    for entry in found:
+        ident = entry.get("id")
+        if isinstance(ident, str) and "/" in ident and ident.rsplit("/", 1)[-1] in (model, f"{model}.gguf"):
+            return entry
+    if len(found) == 1 and found[0].get("owned_by") == "llamacpp":
+        return found[0]
+    return None
 
 
 def genai_prices_context_window(model: str, *, base_url: str | None, price_as: str | None) -> tuple[int | None, str | None]:

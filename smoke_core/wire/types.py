@@ -108,7 +108,36 @@ class Finished:
     response_id: str | None = None
 
 
-ProviderEvent = TextDelta | ThoughtDelta | ToolCallRequest | UsageReport | Finished
+@dataclass(slots=True)
+class Progress:
+    """Work the model does that shows no text yet, so a run is seen to be
+    alive: ``kind`` ``"prompt"`` (the server reading the prompt: ``done`` of
+    ``total`` tokens, as llama.cpp's ``prompt_progress`` says) or
+    ``"tool_arguments"`` (a tool call's arguments streaming: ``done``
+    characters so far, ``name`` the tool when known). It counts as progress
+    for ``progress_timeout``; the loop emits it as ``model.progress``."""
+
+    kind: str
+    done: int
+    total: int | None = None
+    name: str | None = None
+
+
+@dataclass(slots=True)
+class ProviderNotice:
+    """Something a person should know that does not stop the call: the
+    provider fell back to another way of doing what was asked
+    (``provider_fallback``: tool calls go inline), or could not read what the
+    server says about itself. ``code`` is an error code; the loop emits the
+    notice as ``run.warning`` (severity warning)."""
+
+    code: str
+    message: str
+    hint: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+ProviderEvent = TextDelta | ThoughtDelta | ToolCallRequest | UsageReport | Finished | Progress | ProviderNotice
 
 
 @runtime_checkable

@@ -22,7 +22,16 @@ if TYPE_CHECKING:
 
     from ._provider import OpenAIChatProvider
 
-__all__ = ["PRESETS", "OpenAIChatProvider", "Preset", "close_agent", "make_provider", "register_providers"]
+__all__ = [
+    "LOCAL_PROGRESS_TIMEOUT", "LOCAL_RESPONSE_TIMEOUT", "PRESETS", "OpenAIChatProvider", "Preset", "close_agent",
+    "make_provider", "register_providers",
+]
+
+#: seconds without new content before a local server's reply is given up (the CPU may read a
+#: long prompt for minutes; llama.cpp's prompt_progress counts as content, other servers send none)
+LOCAL_PROGRESS_TIMEOUT = 1800.0
+#: the whole reply of a local server
+LOCAL_RESPONSE_TIMEOUT = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,11 +45,22 @@ class Preset:
     description: str
     key_required: bool = True
     base_url_env: str | None = None
-    #: how tool calls travel by default: ``native``, ``inline`` or ``auto`` (native until the server refuses tools)
+    #: how tool calls travel by default: ``native``, ``inline``, ``constrained`` or ``auto``
+    #: (native until the server refuses tools or says the model takes none)
     tool_calls: str = "native"
     #: how the server takes a prompt-cache routing key: ``"body"`` (``prompt_cache_key``),
     #: ``"header:<name>"``, or None (it caches on its own, or not at all)
     cache_routing: str | None = None
+    #: what to ask the server about itself before a run: ``"llamacpp"`` (``/props``), ``"ollama"``
+    #: (``/api/show``), ``"llamacpp?"`` (try ``/props``, quietly: any server), or None
+    server: str | None = None
+    #: how ``tool_calls: constrained`` holds the reply: ``"grammar"`` (llama.cpp's GBNF) or ``"response_format"``
+    constraint: str = "response_format"
+
+    @property
+    def self_hosted(self) -> bool:
+        """A server someone runs (no key needed): limits from the server, generous timeouts, a default ``max_tokens``."""
+        return not self.key_required
 
     @property
     def local(self) -> bool:
@@ -81,7 +101,7 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "ollama", "http://localhost:11434/v1", None, "llama3.2", "Ollama on this machine (no key)",
-            key_required=False, base_url_env="OLLAMA_BASE_URL", tool_calls="auto",
+            key_required=False, base_url_env="OLLAMA_BASE_URL", tool_calls="auto", server="ollama",
         ),
         Preset(
             "vllm", "http://localhost:8000/v1", "VLLM_API_KEY", None,
@@ -95,12 +115,13 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "llamacpp", "http://localhost:8080/v1", "LLAMACPP_API_KEY", None,
             "llama.cpp's llama-server on this machine (key only if started with --api-key)",
-            key_required=False, base_url_env="LLAMACPP_BASE_URL", tool_calls="auto",
+            key_required=False, base_url_env="LLAMACPP_BASE_URL", tool_calls="auto", server="llamacpp",
+            constraint="grammar",
         ),
         Preset(
             "openai-compatible", None, "OPENAI_COMPATIBLE_API_KEY", None,
             "Any OpenAI-compatible server (vLLM, LM Studio, llama.cpp server): pass base_url=",
-            key_required=False, base_url_env="OPENAI_COMPATIBLE_BASE_URL", tool_calls="auto",
+            key_required=False, base_url_env="OPENAI_COMPATIBLE_BASE_URL", tool_calls="auto", server="llamacpp?",
         ),
     )
 }
@@ -111,7 +132,7 @@ def make_provider(preset: str | Preset, **kwargs: Any) -> OpenAIChatProvider:
 
     ``kwargs``: ``model``, ``api_key`` (string or ``callable(provider, user_id)``),
     ``base_url``, ``user_id``, ``tool_calls`` (``native`` / ``inline`` /
-    ``auto``, or ``{model glob: mode}``), ``prompt_cache``,
+    ``constrained`` / ``auto``, or ``{model glob: mode}``), ``prompt_cache``,
     ``prompt_cache_key``, ``context_window``, ``max_output_tokens`` and the
     transport options (``idle_timeout``, ``connect_timeout``,
     ``request_timeout``, ``response_timeout``, ``progress_timeout``,
@@ -137,6 +158,12 @@ def make_provider(preset: str | Preset, **kwargs: Any) -> OpenAIChatProvider:
         )
     kwargs.setdefault("tool_calls", spec.tool_calls)
     kwargs.setdefault("cache_routing", spec.cache_routing)
+    kwargs.setdefault("server", spec.server)
+    kwargs.setdefault("constraint", spec.constraint)
+    if spec.self_hosted:
+        kwargs.setdefault("ask_server_facts", True)
+        kwargs.setdefault("progress_timeout", LOCAL_PROGRESS_TIMEOUT)
+        kwargs.setdefault("response_timeout", LOCAL_RESPONSE_TIMEOUT)
     return OpenAIChatProvider(
         name=spec.name,
         model=model,

@@ -20,7 +20,17 @@ functions and a streaming state machine; no I/O.
   - Llama 3: ``<|python_tag|>{"name": ..., "parameters": ...}`` (several
     separated by ``;``);
   - a fenced ```` ```json ```` block holding ``{"name", "arguments"}`` for a tool
-    that exists (any other fenced JSON stays text).
+    that exists (any other fenced JSON stays text);
+  - bare JSON: a ``{"name", "arguments"}`` object or a list of them at the
+    start of a line, as small models write calls (Qwen2.5-Coder-0.5B does,
+    even with native tools offered).
+
+  Bare and fenced JSON are calls only when they name an exposed tool and
+  their arguments validate (:mod:`smoke_provider_openai._textcalls`); so is
+  every form with ``strict=True`` (native mode: the text of a model that was
+  offered tools natively is read too, and nothing that is not a valid call
+  of an exposed tool is taken from it). The same call twice in one reply
+  runs once.
 
   Text around the calls streams as text; a marker split across deltas is
   held back until it is whole. A call whose arguments cannot be read but
@@ -39,7 +49,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from smoke_core.providers import AgentError, ModelRequest, ToolCallRequest
+from smoke_core.providers import AgentError, ToolCallRequest
+
+from ._inline_prompt import call_text, inline_request, tools_prompt
+from ._textcalls import CallChecker
+
+__all__ = ["MARKERS", "InlineToolParser", "JsonScanner", "call_text", "inline_request", "tools_prompt"]
 
 #: start marker → the form it opens
 MARKERS: dict[str, str] = {
@@ -52,101 +67,9 @@ _LLAMA_END_TOKENS = ("<|eom_id|>", "<|eot_id|>")
 _NAME_IN_JSON = re.compile(r'"name"\s*:\s*"([^"\\]+)"')
 _ARGS_IN_JSON = re.compile(r'"(?:arguments|parameters)"\s*:\s*')
 _XML_FUNCTION = re.compile(r"<function=([^>\s]+)\s*>")
+#: where bare JSON may start: a { or [ with nothing but spaces before it on its line
+_BARE_START = re.compile(r"(?m)^[ \t]*([\[{])")
 _XML_PARAMETER = re.compile(r"<parameter=([^>\s]+)\s*>(.*?)(?:</parameter>|(?=<parameter=)|(?=</function>)|$)", re.S)
-
-# ---------------------------------------------------------------- the request
-
-
-def tools_prompt(tools: list[dict[str, Any]]) -> str:
-    """The system-prompt section that offers ``tools`` (Hermes / Qwen 2.5 style)."""
-    lines = [
-        "# Tools",
-        "",
-        "You may call one or more of the tools below. To call a tool, write a <tool_call> block holding one JSON "
-        'object with the tool\'s "name" and its "arguments", then end your reply and wait for the results:',
-        "",
-        "<tool_call>",
-        '{"name": "tool_name", "arguments": {"argument": "value"}}',
-        "</tool_call>",
-        "",
-        "Write one <tool_call> block per call; the arguments must match the tool's JSON schema. The results come "
-        "back in <tool_response> blocks. When you need no tool, answer in plain text.",
-        "",
-        "<tools>",
-    ]
-    for tool in tools:
-        spec = {
-            "type": "function",
-            "function": {
-                "name": tool["name"],
-                "description": tool.get("description") or "",
-                "parameters": tool.get("input_schema") or {"type": "object", "properties": {}},
-            },
-        }
-        lines.append(json.dumps(spec, ensure_ascii=False, separators=(", ", ": ")))
-    lines.append("</tools>")
-    return "\n".join(lines)
-
-
-def call_text(name: str, arguments: Any) -> str:
-    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False) + "\n</tool_call>"
-
-
-def _result_blocks(result: dict[str, Any]) -> list[dict[str, Any]]:
-    texts = [b.get("text", "") for b in result.get("content") or [] if b.get("type") == "text"]
-    images = [b for b in result.get("content") or [] if b.get("type") == "image"]
-    body = "\n".join(texts)
-    if result.get("is_error"):
-        body = f"Error: {body}"
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": f"<tool_response>\n{body}\n</tool_response>"}]
-    blocks.extend(images)
-    return blocks
-
-
-def inline_request(request: ModelRequest, *, drop_settings: frozenset[str] = frozenset()) -> ModelRequest:
-    """``request`` for a server without native tools: no ``tools``, the tools
-    described in the system prompt, tool calls and results as text, and
-    consecutive user turns merged (many chat templates require alternation)."""
-    messages: list[dict[str, Any]] = []
-
-    def add(role: str, blocks: list[dict[str, Any]]) -> None:
-        if not blocks:
-            return
-        if messages and messages[-1]["role"] == role:
-            messages[-1]["content"].append({"type": "text", "text": "\n\n"})
-            messages[-1]["content"].extend(blocks)
-        else:
-            messages.append({"role": role, "content": list(blocks)})
-
-    for message in request.messages:
-        role = message["role"]
-        blocks = message.get("content") or []
-        if role == "assistant":
-            parts: list[str] = []
-            for b in blocks:
-                if b.get("type") == "text" and b.get("text"):
-                    parts.append(b["text"])
-                elif b.get("type") == "tool_call":
-                    parts.append(call_text(b["name"], b.get("input") or {}))
-            text = "\n".join(p.strip("\n") if p.startswith("<tool_call>") else p for p in parts)
-            add("assistant", [{"type": "text", "text": text}] if text else [])
-        elif role == "tool":
-            out: list[dict[str, Any]] = []
-            for b in blocks:
-                if b.get("type") == "tool_result":
-                    if out:
-                        out.append({"type": "text", "text": "\n"})
-                    out.extend(_result_blocks(b))
-            add("user", out)
-        else:
-            add("user", [dict(b) for b in blocks])
-    system = request.system or ""
-    if request.tools:
-        system = f"{system}\n\n{tools_prompt(request.tools)}" if system else tools_prompt(request.tools)
-    settings = {k: v for k, v in (request.settings or {}).items() if k not in drop_settings}
-    return ModelRequest(model=request.model, messages=messages, tools=[], system=system or None,  # type: ignore[arg-type]
-                        settings=settings, user_id=request.user_id)
-
 
 # ---------------------------------------------------------------- the reply
 
@@ -228,21 +151,41 @@ def _coerce(value: str, schema: dict[str, Any] | None) -> Any:
 @dataclass
 class InlineToolParser:
     """Streaming state machine: :meth:`feed` the reply's text deltas, get back
-    the text to show; :meth:`finish` at the end gives the tool calls."""
+    the text to show; :meth:`finish` at the end gives the tool calls.
+
+    ``strict``: every form is a call only when it names an exposed tool with
+    valid arguments, anything else stays text, and nothing raises (native
+    mode reads the text of a model offered tools natively). ``bare``: also
+    read bare JSON calls at the start of a line."""
 
     tools: list[dict[str, Any]] = field(default_factory=list)
     calls: list[ToolCallRequest] = field(default_factory=list)
     #: call texts that named no tool (reported by :meth:`finish`)
     failed: list[str] = field(default_factory=list)
+    strict: bool = False
+    bare: bool = True
     _buf: str = ""
     _form: str | None = None
+    _marker: str = ""
     _call: str = ""
     _scanner: JsonScanner | None = None
     _searched: int = 0
     _out: list[str] = field(default_factory=list)
+    #: nothing but whitespace was shown since the last line break (bare JSON may start here)
+    _line_blank: bool = True
+    #: the reply wrote a call it had already written: a small model looping on its call (the
+    #: provider stops reading there instead of waiting for max_tokens)
+    repeated: bool = False
 
     def __post_init__(self) -> None:
-        self._schemas = {t["name"]: t.get("input_schema") or {} for t in self.tools}
+        self.checker = CallChecker(self.tools)
+        self._schemas = self.checker.schemas
+        self._seen: set[str] = set()
+
+    @property
+    def pending_chars(self) -> int:
+        """Characters of a call being read (held back from the text so far)."""
+        return len(self._call) + len(self._buf) if self._form is not None else 0
 
     # -- feeding -------------------------------------------------------------
 
@@ -258,6 +201,25 @@ class InlineToolParser:
                 break
         return "".join(out)
 
+    def _show(self, text: str) -> None:
+        if not text:
+            return
+        self._out.append(text)
+        newline = text.rfind("\n")
+        if newline >= 0:
+            self._line_blank = not text[newline + 1 :].strip()
+        elif text.strip():
+            self._line_blank = False
+
+    def _bare_start(self, buf: str) -> int | None:
+        if not self.bare:
+            return None
+        for match in _BARE_START.finditer(buf):
+            if match.start() == 0 and not self._line_blank:
+                continue
+            return match.start(1)
+        return None
+
     def _scan_text(self, out: list[str]) -> bool:
         buf = self._buf
         best: tuple[int, str] | None = None
@@ -265,19 +227,31 @@ class InlineToolParser:
             i = buf.find(marker)
             if i >= 0 and (best is None or i < best[0]):
                 best = (i, marker)
+        bare = self._bare_start(buf if best is None else buf[: best[0] + 1])
+        if bare is not None and best is None and bare >= len(buf) - _partial_marker_suffix(buf):
+            bare = None  # the start of a marker ("[TOOL_CALLS]") so far: wait for more
+        if bare is not None and (best is None or bare < best[0]):
+            self._show(buf[:bare])
+            self._buf = buf[bare:]
+            self._open("bare", "")
+            return True
         if best is None:
             keep = _partial_marker_suffix(buf)
-            out.append(buf[: len(buf) - keep])
+            self._show(buf[: len(buf) - keep])
             self._buf = buf[len(buf) - keep :]
             return False
         index, marker = best
-        out.append(buf[:index])
+        self._show(buf[:index])
         self._buf = buf[index + len(marker) :]
-        self._form = MARKERS[marker]
+        self._open(MARKERS[marker], marker)
+        return True
+
+    def _open(self, form: str, marker: str) -> None:
+        self._form = form
+        self._marker = marker
         self._call = ""
         self._searched = 0
         self._scanner = None
-        return True
 
     def _scan_call(self) -> bool:
         """Move text into the current call; True when the call ended (the rest stays in the buffer)."""
@@ -291,11 +265,11 @@ class InlineToolParser:
                 self._searched = len(self._call)
                 return False
             body, self._buf = self._call[:i], self._call[i + len(end) :]
-            self._end_call(body)
+            self._end_call(body, end)
             return True
         if form == "llama-after":
             return self._after_llama_call()
-        # mistral / llama: one JSON value (after a name for Mistral's [ARGS] form)
+        # mistral / llama / bare: one JSON value (after a name for Mistral's [ARGS] form)
         if self._scanner is None:
             stripped = self._call.lstrip()
             if not stripped:
@@ -308,7 +282,7 @@ class InlineToolParser:
                 start += at + len("[ARGS]")
             elif stripped[0] not in "[{":
                 # not JSON after the marker: it was text after all
-                self._out.append(self._call)
+                self._show(self._marker + self._call)
                 self._form = None
                 self._call = ""
                 return True
@@ -321,7 +295,7 @@ class InlineToolParser:
             return False
         end_at += offset
         body, self._buf = self._call[:end_at], self._call[end_at:]
-        self._end_call(body)
+        self._end_call(body, "")
         if form == "llama":
             self._form = "llama-after"  # an end token or "; {...}" (another call) may follow
         return True
@@ -346,24 +320,34 @@ class InlineToolParser:
             self._buf = call
         return True
 
-    def _end_call(self, body: str) -> None:
-        form = self._form
+    def _end_call(self, body: str, end: str) -> None:
+        form, marker = self._form, self._marker
         self._form = None
         self._call = ""
         self._scanner = None
         self._searched = 0
-        if form == "fence":
-            if not self._fence_call(body):
-                self._out.append("```json" + body + "```")  # fenced JSON that is no call: text
+        if form == "fence" or form == "bare":
+            if not self._json_call(body):
+                self._show(marker + body + end)  # JSON that is no call of an exposed tool: text
+            else:
+                self._line_blank = True
+            return
+        if self.strict:
+            if not self._strict_take(form or "", body):
+                self._show(marker + body + end)
             return
         self._take(form or "", body)
 
     # -- the end ---------------------------------------------------------------
 
-    def finish(self) -> tuple[str, list[ToolCallRequest]]:
+    def finish(self, *, drop_pending: bool = False) -> tuple[str, list[ToolCallRequest]]:
         """The remaining text and every call; raises ``tool_invalid_input``
-        when a call named no tool."""
+        when a call named no tool (never with ``strict``). ``drop_pending``:
+        the reply was cut short on purpose, so what is half read is dropped."""
         text: list[str] = []
+        self._out = text
+        if drop_pending:
+            self._form, self._call, self._buf = None, "", ""
         if self._form is not None:
             form, body = self._form, self._call + self._buf
             self._buf = ""
@@ -371,9 +355,12 @@ class InlineToolParser:
                 for token in _LLAMA_END_TOKENS:
                     body = body.replace(token, "")
                 self._buf = body.lstrip()
-            elif form == "fence":
-                if not self._fence_call(body):
-                    text.append("```json" + body)
+            elif form in ("fence", "bare"):
+                if not self._json_call(body):
+                    text.append(self._marker + body)
+            elif self.strict:
+                if not (body.strip() and self._strict_take(form, body)):
+                    text.append(self._marker + body)
             elif body.strip():
                 if form == "llama":
                     for token in _LLAMA_END_TOKENS:
@@ -384,7 +371,7 @@ class InlineToolParser:
             self._form = None
         text.append(self._buf)
         self._buf = ""
-        if self.failed:
+        if self.failed and not self.strict:
             shown = "\n".join(f or "(nothing after the call marker)" for f in self.failed)
             raise AgentError.from_code(
                 "tool_invalid_input",
@@ -394,6 +381,18 @@ class InlineToolParser:
         return "".join(text), self.calls
 
     # -- reading one call ------------------------------------------------------
+
+    def _strict_take(self, form: str, body: str) -> bool:
+        """A tagged call in strict mode: taken only when every call in it is valid."""
+        before = (list(self.calls), list(self.failed), set(self._seen))
+        self._take(form, body)
+        added = self.calls[len(before[0]) :]
+        if len(self.failed) > len(before[1]) or not added or not all(
+            self.checker.valid(c.name, c.arguments) for c in added
+        ):
+            self.calls, self.failed, self._seen = before[0], before[1], before[2]
+            return False
+        return True
 
     def _take(self, form: str, body: str) -> None:
         text = body.strip()
@@ -454,20 +453,13 @@ class InlineToolParser:
             args[pname] = _coerce(value, props.get(pname))
         self._add(name, args)
 
-    def _fence_call(self, body: str) -> bool:
-        text = body.strip()
-        try:
-            data = json.loads(text)
-        except ValueError:
+    def _json_call(self, body: str) -> bool:
+        """Fenced or bare JSON: calls when every one names an exposed tool with valid arguments."""
+        calls = self.checker.calls_in_text(body.strip())
+        if calls is None:
             return False
-        items = data if isinstance(data, list) else [data]
-        if not items or not all(
-            isinstance(i, dict) and i.get("name") in self._schemas and ("arguments" in i or "parameters" in i)
-            for i in items
-        ):
-            return False
-        for item in items:
-            self._add(item["name"], item.get("arguments", item.get("parameters")))
+        for name, arguments in calls:
+            self._add(name, arguments)
         return True
 
     def _add(self, name: str, args: Any, call_id: str | None = None) -> None:
@@ -481,6 +473,11 @@ class InlineToolParser:
             arguments = args
         else:
             arguments = json.dumps(args)  # not an object: the loop reports it to the model
+        key = name + "\0" + (json.dumps(arguments, sort_keys=True) if isinstance(arguments, dict) else arguments)
+        if key in self._seen:
+            self.repeated = True
+            return  # the same call twice in one reply (a small model repeating itself) runs once
+        self._seen.add(key)
         self.calls.append(ToolCallRequest(id=call_id or _new_id(), name=name, arguments=arguments))
 
 

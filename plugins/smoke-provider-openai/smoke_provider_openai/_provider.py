@@ -2,8 +2,12 @@
 
 The provider only classifies failures; the agent loop owns retries
 (:class:`smoke_core.providers.RetryPolicy`). Tool calls go natively
-(``tools`` in the body) or inline (described in the system prompt, parsed out
-of the text: :mod:`smoke_provider_openai._inline`), per ``tool_calls``.
+(``tools`` in the body), inline (described in the system prompt, parsed out
+of the text: :mod:`smoke_provider_openai._inline`) or constrained (inline,
+with the reply held to a JSON Schema built from the tools:
+:mod:`smoke_provider_openai._constrained`), per ``tool_calls``. In native
+mode the text is read for calls too (small models write them as JSON), and
+only valid calls of exposed tools are taken from it.
 """
 
 from __future__ import annotations
@@ -23,11 +27,17 @@ from smoke_core.providers import (
     Finished,
     HTTPProvider,
     ModelRequest,
+    Progress,
     ProviderEvent,
+    ProviderNotice,
     TextDelta,
     in_band_error,
+    resolve_api_key,
 )
 
+from . import _capabilities
+from ._constrained import ConstrainedReply, constrained_prompt, reply_schema
+from ._gbnf import tool_grammar
 from ._inline import InlineToolParser, inline_request
 from ._wire import StreamAssembler, build_body, events_from_completion
 
@@ -36,19 +46,35 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("smoke")
 
-#: how tool calls travel: in the ``tools`` field, in the text, or natively until the server refuses tools
-TOOL_CALL_MODES = ("native", "inline", "auto")
-#: settings that make no sense without native tools (dropped in inline mode)
+#: how tool calls travel: in the ``tools`` field, in the text, in the text held to a schema,
+#: or natively until the server refuses tools (or says its template takes none)
+TOOL_CALL_MODES = ("native", "inline", "constrained", "auto")
+#: settings that make no sense without native tools (dropped in inline and constrained mode)
 NATIVE_TOOL_SETTINGS = frozenset({"tool_choice", "parallel_tool_calls"})
-# what a server says when it does not take the tools parameter (vLLM without a tool parser,
-# Ollama for a model without tool support, llama.cpp without --jinja, LM Studio, ...)
-_TOOLS_REFUSED = re.compile(r"tool|function.?call|jinja", re.I)
+# What servers say when they do not take the tools parameter — these messages only, never
+# any error that mentions a tool (llama.cpp's "Cannot use custom grammar constraints with
+# tools." is a request mistake, not a refusal of tools).
+_TOOLS_REFUSED = re.compile(
+    r"tools? param requires --jinja"                          # llama.cpp without --jinja
+    r"|tool_choice param requires --jinja"
+    r"|does not support tools"                                # Ollama: "<model> does not support tools"
+    r"|tool choice requires --enable-auto-tool-choice"        # vLLM without a tool parser
+    r"|(?:tool|function) calling is not (?:supported|enabled)"
+    r"|tools (?:are|is) not supported"
+    r"|does not support (?:function|tool) call(?:ing|s)"
+    r"|unrecognized request argument supplied: tools",
+    re.I,
+)
+# what a server says when it cannot take the schema of constrained mode (sent only then)
+_CONSTRAINT_REJECTED = re.compile(r"grammar|json.?schema|response.?format|structured.?output|guided|schema", re.I)
+#: a tool call's arguments streaming yield a Progress event each this many characters
+PROGRESS_CHARS = 256
 
 
 def tools_refused(info: AgentErrorInfo) -> bool:
     """True when an HTTP error answer says the server does not take ``tools``
-    (a 400/404/422/500/501 whose message mentions tools, function calling or
-    the chat template), not when it rejected the model's call."""
+    (a 400/404/422/500/501 with one of the known refusal messages), not when
+    it rejected the model's call or something else in the request."""
     status = info.details.get("status")
     return (
         info.code == "provider_error" or info.code == "provider_unavailable"
@@ -57,10 +83,31 @@ def tools_refused(info: AgentErrorInfo) -> bool:
     )
 
 
+def constraint_rejected(info: AgentErrorInfo) -> bool:
+    """True when the answer to a constrained request says the server cannot
+    take its schema (a 400/422/500/501 naming the grammar or the schema)."""
+    status = info.details.get("status")
+    return info.code in ("provider_error", "provider_unavailable") and status in (400, 422, 500, 501) and not (
+        info.details.get("in_band")) and bool(_CONSTRAINT_REJECTED.search(info.message))
+
+
 def _check_mode(mode: object, where: str) -> str:
     if mode not in TOOL_CALL_MODES:
         raise ValueError(f"tool_calls{where}: expected one of {', '.join(TOOL_CALL_MODES)}, got {mode!r}")
     return str(mode)
+
+
+class _ArgumentProgress:
+    """Progress events while a call's arguments stream, one per :data:`PROGRESS_CHARS`."""
+
+    def __init__(self) -> None:
+        self.reported = 0
+
+    def update(self, chars: int, name: str | None) -> Progress | None:
+        if chars <= 0 or (self.reported and chars - self.reported < PROGRESS_CHARS):
+            return None
+        self.reported = chars
+        return Progress("tool_arguments", chars, None, name)
 
 
 class OpenAIChatProvider(HTTPProvider):
@@ -68,10 +115,18 @@ class OpenAIChatProvider(HTTPProvider):
 
     ``options`` are :class:`~smoke_core.providers.HTTPProvider`'s: ``user_id``,
     ``idle_timeout``, ``connect_timeout``, ``request_timeout``, ``headers``,
-    ``supports_images``, ``price_as`` and the response bounds
+    ``supports_images``, ``price_as``, ``context_window``,
+    ``max_output_tokens``, ``ask_server_facts`` and the response bounds
     (``response_timeout``, ``progress_timeout``, ``max_response_bytes``,
-    ``max_line_bytes``). One ``httpx.AsyncClient`` per instance, created on
-    first use; release it with :meth:`aclose` (``agent.aclose()`` does it).
+    ``max_line_bytes``). ``server``: what kind of server to ask about itself
+    before a run (``"llamacpp"``: ``/props``; ``"ollama"``: ``/api/show``;
+    None); ``constraint``: how a constrained request holds the reply
+    (``"grammar"``: llama.cpp's GBNF, text or one call; ``"response_format"``:
+    a JSON Schema, text as a JSON string or one call); ``call_first``
+    (constrained mode): the reply to the person's message must be a tool call,
+    text comes after a result (default True). One
+    ``httpx.AsyncClient`` per instance, created on first use; release it with
+    :meth:`aclose` (``agent.aclose()`` does it).
     """
 
     def __init__(
@@ -87,6 +142,9 @@ class OpenAIChatProvider(HTTPProvider):
         prompt_cache: bool = True,
         prompt_cache_key: str | None = None,
         cache_routing: str | None = None,
+        server: str | None = None,
+        constraint: str = "response_format",
+        call_first: bool = True,
         **options: Any,
     ) -> None:
         super().__init__(
@@ -105,65 +163,215 @@ class OpenAIChatProvider(HTTPProvider):
         if cache_routing is not None and cache_routing != "body" and not cache_routing.startswith("header:"):
             raise ValueError(f"cache_routing: expected 'body', 'header:<name>' or None, got {cache_routing!r}")
         self.cache_routing = cache_routing
-        # models whose server refused the tools parameter (auto mode), shared with with_model() clones
+        if server not in (None, "llamacpp", "llamacpp?", "ollama"):
+            raise ValueError(f"server: expected 'llamacpp', 'ollama' or None, got {server!r}")
+        #: the kind of server to ask about itself ("llamacpp?": try /props, quietly)
+        self.server = server
+        if constraint not in ("grammar", "response_format"):
+            raise ValueError(f"constraint: expected 'grammar' or 'response_format', got {constraint!r}")
+        self.constraint = constraint
+        #: constrained mode: the first reply to the person's message must be a tool call
+        self.call_first = bool(call_first)
+        # models whose server refused the tools parameter, dropped them, or rejected the schema of
+        # constrained mode: their calls go inline (shared with with_model() clones)
         self._inline_models: set[str] = set()
+        # what the server said about itself, per model (shared with clones), and what to tell a person
+        self._server_info: dict[str, _capabilities.ServerInfo] = {}
+        self._notices: list[ProviderNotice] = []
+
+    # ------------------------------------------------------------ the server
+
+    async def prepare(self, model: str | None = None) -> None:
+        """Before a run: the model's limits from ``/models`` (see
+        :meth:`HTTPProvider.prepare`) and what the server says about itself
+        (``server``): whether the model takes tools, the context it serves.
+        Problems become ``run.warning``s at the next call. Never raises."""
+        model = model or self.model
+        await super().prepare(model)
+        if self.server is None or model in self._server_info:
+            return
+        style = "llamacpp" if self.server.startswith("llamacpp") else "ollama"
+        info = _capabilities.cached(self.base_url, style, model)
+        if info is None:
+            headers = {"accept": "application/json", **self.protocol_headers(), **self.headers}
+            key = resolve_api_key(self._api_key, self.name, self.user_id, self.env_var)
+            if key:
+                headers.update(self.auth_headers(key))
+            info = await _capabilities.read_server_info(
+                self._client_for_loop(), base_url=self.base_url, style=style, model=model, headers=headers,
+                timeout=max(self.connect_timeout, 1.0), expected=not self.server.endswith("?"),
+            )
+        self._apply_server_info(model, info)
+
+    def _apply_server_info(self, model: str, info: _capabilities.ServerInfo) -> None:
+        self._server_info[model] = info
+        where = f"{self.name} at {self.base_url}"
+        for problem in info.problems:
+            self._notices.append(ProviderNotice("provider_error", problem, details={"provider": self.name,
+                                                                                    "base_url": self.base_url}))
+        if info.n_ctx and not self._facts_options[0]:
+            _, output = self._server_facts.get(model, (None, None))
+            self._server_facts[model] = (info.n_ctx, output)
+        if info.supports_tools is False:
+            mode = self._configured_mode(model)
+            details = {"provider": self.name, "base_url": self.base_url, "model": model, "supports_tools": False}
+            if mode == "auto":
+                self._inline_models.add(model)
+                self._notices.append(ProviderNotice(
+                    "provider_fallback",
+                    f"{where} says the chat template of {model} has no tool support (the server would drop the "
+                    f"tools without a word); tool calls go inline (in the text) for this model",
+                    hint="Set tool_calls: constrained (or inline) to choose this yourself.", details=details))
+            elif mode == "native":
+                self._notices.append(ProviderNotice(
+                    "provider_error",
+                    f"{where} says the chat template of {model} has no tool support: the tools sent natively are "
+                    f"dropped and the model never sees them; choose tool_calls: inline or constrained",
+                    details=details))
+
+    def server_kind(self, model: str | None = None) -> str | None:
+        """``"llamacpp"`` or ``"ollama"`` when the server said so (or the preset is one), else None."""
+        info = self._server_info.get(model or self.model)
+        if info is not None and info.kind:
+            return info.kind
+        return self.server if self.server in ("llamacpp", "ollama") else None
 
     # ------------------------------------------------------------ tool calls
 
-    def tool_call_mode(self, model: str | None = None) -> str:
-        """``native``, ``inline`` or ``auto`` for ``model``; ``auto`` reads as
-        ``inline`` once the server refused ``tools`` for that model."""
-        model = model or self.model
+    def _configured_mode(self, model: str) -> str:
         mode = self.tool_calls
         if isinstance(mode, dict):
             mode = next((m for pattern, m in mode.items() if fnmatch.fnmatchcase(model, pattern)), "native")
-        if mode == "auto" and model in self._inline_models:
+        return mode
+
+    def tool_call_mode(self, model: str | None = None) -> str:
+        """``native``, ``inline``, ``constrained`` or ``auto`` for ``model``;
+        ``auto`` and ``constrained`` read as ``inline`` once the server
+        refused ``tools``, said the template takes none, or rejected the schema."""
+        model = model or self.model
+        mode = self._configured_mode(model)
+        if mode in ("auto", "constrained") and model in self._inline_models:
             return "inline"
         return mode
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         model = request.model or self.model
+        while self._notices:
+            yield self._notices.pop(0)
         mode = self.tool_call_mode(model)
-        if mode == "native" or not request.tools:
+        if not request.tools:
             async for event in super().stream(request):
                 yield event
             return
-        if mode == "auto":
-            sent_any = False
-            try:
-                async for event in super().stream(request):
-                    sent_any = True
-                    yield event
-                return
-            except AgentError as exc:
-                if sent_any or not tools_refused(exc.info):
-                    raise
-                self._inline_models.add(model)
-                log.warning(
-                    "smoke: %s refused the tools parameter for model %s (%s); tool calls go inline (in the "
-                    "text) from now on", self.name, model, exc.info.message,
-                )
+        if mode == "inline":
+            async for event in self._stream_inline(request):
+                yield event
+            return
+        if mode == "constrained":
+            async for event in self._stream_constrained(request, model):
+                yield event
+            return
+        sent_any = False
+        try:
+            async for event in self._read_text_calls(super().stream(request), request.tools, strict=True):
+                sent_any = True
+                yield event
+            return
+        except AgentError as exc:
+            if mode != "auto" or sent_any or not tools_refused(exc.info):
+                raise
+            self._inline_models.add(model)
+            log.warning("smoke: %s refused the tools parameter for model %s (%s); tool calls go inline (in the "
+                        "text) from now on", self.name, model, exc.info.message)
+            yield ProviderNotice(
+                "provider_fallback",
+                f"{self.name} at {self.base_url} refused the tools parameter for {model} ({exc.info.message}); "
+                f"tool calls go inline (in the text) for this model",
+                hint="Set tool_calls: inline (or constrained) to choose this yourself.",
+                details={"provider": self.name, "model": model, "cause": exc.info.to_dict()})
         async for event in self._stream_inline(request):
             yield event
 
     async def _stream_inline(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        parser = InlineToolParser(tools=request.tools)
+        events = super().stream(inline_request(request, drop_settings=NATIVE_TOOL_SETTINGS))
+        async for event in self._read_text_calls(events, request.tools, strict=False):
+            yield event
+
+    async def _stream_constrained(self, request: ModelRequest, model: str) -> AsyncIterator[ProviderEvent]:
+        grammar = self.server_kind(model) == "llamacpp" or self.constraint == "grammar"
+        sent = inline_request(request, drop_settings=NATIVE_TOOL_SETTINGS, describe_calls=True,
+                              prompt=lambda tools: constrained_prompt(tools, json_text=not grammar))
+        # the reply to the person's message must be a call (a small model answers from its guesses otherwise:
+        # "What does hello.txt say?" -> "hello"); after a tool result, text or a call
+        text = not (self.call_first and bool(request.messages) and request.messages[-1].get("role") == "user")
+        if grammar:  # llama.cpp: text stays plain text
+            sent.settings["grammar"] = tool_grammar(request.tools, text=text)
+        else:  # vLLM, Ollama, LM Studio: their structured outputs take a JSON Schema
+            sent.settings["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "smoke_reply", "schema": reply_schema(request.tools, text=text)}}
+        sent_any = False
+        try:
+            async for event in self._read_text_calls(super().stream(sent), request.tools, strict=False,
+                                                     reply=ConstrainedReply(request.tools, json_text=not grammar)):
+                sent_any = True
+                yield event
+            return
+        except AgentError as exc:
+            if sent_any or not constraint_rejected(exc.info):
+                raise
+            self._inline_models.add(model)
+            log.warning("smoke: %s rejected the schema of constrained tool calls for %s (%s); tool calls go "
+                        "inline from now on", self.name, model, exc.info.message)
+            yield ProviderNotice(
+                "provider_fallback",
+                f"{self.name} at {self.base_url} rejected the schema built from the tools for constrained tool "
+                f"calls ({exc.info.message}); tool calls go inline (in the text, unconstrained) for {model}",
+                hint="Look at the schema of the tools offered (details.cause), or set tool_calls: inline.",
+                details={"provider": self.name, "model": model, "cause": exc.info.to_dict()})
+        async for event in self._stream_inline(request):
+            yield event
+
+    async def _read_text_calls(self, events: AsyncIterator[ProviderEvent], tools: list[dict[str, Any]], *,
+                               strict: bool, reply: Any = None) -> AsyncIterator[ProviderEvent]:
+        """``events`` with the tool calls written in the text taken out
+        (``reply``: the reader of the text; default an inline parser).
+        While a call is held back, :class:`Progress` events say it grows."""
+        parser = reply if reply is not None else InlineToolParser(tools=tools, strict=strict)
+        progress = _ArgumentProgress()
         finished = False
-        async for event in super().stream(inline_request(request, drop_settings=NATIVE_TOOL_SETTINGS)):
-            if type(event) is TextDelta:
-                text = parser.feed(event.text)
-                if text:
-                    yield TextDelta(text)
-            elif type(event) is Finished:
+        try:
+            async for event in events:
+                if type(event) is TextDelta:
+                    text = parser.feed(event.text)
+                    if text:
+                        yield TextDelta(text)
+                    if getattr(parser, "repeated", False):
+                        # the model writes the same call again: it is looping; stop it here rather than
+                        # wait for max_tokens (closing the stream stops the generation)
+                        _, calls = parser.finish(drop_pending=True)
+                        for call in calls:
+                            yield call
+                        yield Finished("tool_calls")
+                        return
+                    grew = progress.update(parser.pending_chars, None)
+                    if grew is not None:
+                        yield grew
+                    continue
+                if type(event) is not Finished:
+                    yield event
+                    continue
                 rest, calls = parser.finish()
                 if rest:
                     yield TextDelta(rest)
                 for call in calls:
                     yield call
                 finished = True
-                yield Finished("tool_calls" if calls else event.reason)
-            else:
-                yield event
+                reason = "tool_calls" if calls and event.reason in ("stop", "tool_calls") else event.reason
+                yield Finished(reason, event.model, event.response_id)
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
         if not finished:
             rest, calls = parser.finish()
             if rest:
@@ -175,6 +383,11 @@ class OpenAIChatProvider(HTTPProvider):
 
     def build_body(self, request: ModelRequest, *, model: str, stream: bool, settings: dict[str, Any]) -> dict[str, Any]:
         body = build_body(request, model=model, stream=stream, settings=settings)
+        if self.ask_server_facts and "max_tokens" not in body and "max_completion_tokens" not in body:
+            # a local server without a limit may generate for many minutes (issue 32)
+            body["max_tokens"] = self.model_facts(model).default_max_tokens
+        if stream and self.server_kind(model) == "llamacpp":
+            body.setdefault("return_progress", True)  # prompt_progress chunks: the prompt is being read
         if self.prompt_cache and self.cache_routing == "body" and "prompt_cache_key" not in body:
             body["prompt_cache_key"] = self.cache_key_for(request)
         return body
@@ -220,6 +433,7 @@ class OpenAIChatProvider(HTTPProvider):
 
     async def read_sse(self, response: httpx.Response) -> AsyncIterator[ProviderEvent]:
         assembler = StreamAssembler()
+        arguments = _ArgumentProgress()
         done = False
         seen = 0
         sse_iter = self.sse_events(response)
@@ -242,6 +456,9 @@ class OpenAIChatProvider(HTTPProvider):
                     yield event
                 if assembler.argument_chars != fragments:
                     self.mark_progress(response)
+                    grew = arguments.update(assembler.argument_chars, assembler.pending_call_name)
+                    if grew is not None:
+                        yield grew
         finally:
             await sse_iter.aclose()
         if not done and not assembler.complete:

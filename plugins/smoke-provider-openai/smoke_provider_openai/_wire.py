@@ -11,6 +11,7 @@ from smoke_core.providers import (
     TRANSPORT_SETTINGS,
     Finished,
     ModelRequest,
+    Progress,
     ProviderEvent,
     TextDelta,
     ThoughtDelta,
@@ -231,6 +232,8 @@ class StreamAssembler:
     chunks: int = 0
     #: characters of tool-call arguments received so far (progress for the no-progress timeout)
     argument_chars: int = 0
+    #: prompt tokens the server has read, as its ``prompt_progress`` said (llama.cpp's ``return_progress``)
+    prompt_processed: int = -1
 
     def feed(self, chunk: dict[str, Any]) -> list[ProviderEvent]:
         self.chunks += 1
@@ -239,6 +242,13 @@ class StreamAssembler:
         parsed = usage_from(usage)
         if parsed is not None:
             self.usage = parsed
+        progress = chunk.get("prompt_progress")
+        if isinstance(progress, dict) and isinstance(progress.get("processed"), int):
+            processed = progress["processed"]
+            total = progress.get("total")
+            if processed != self.prompt_processed:
+                self.prompt_processed = processed
+                out.append(Progress("prompt", processed, total if isinstance(total, int) else None))
         for choice in chunk.get("choices") or []:
             if choice.get("index", 0) != 0:
                 continue
@@ -285,6 +295,11 @@ class StreamAssembler:
         if isinstance(args, str):
             pending.arguments.append(args)
             self.argument_chars += len(args)
+
+    @property
+    def pending_call_name(self) -> str | None:
+        """The name of the tool call whose arguments are streaming, when known."""
+        return self.calls[-1].name or None if self.calls else None
 
     @property
     def complete(self) -> bool:

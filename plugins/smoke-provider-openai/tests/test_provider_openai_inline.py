@@ -239,7 +239,7 @@ async def test_mode_per_model_and_a_wrong_mode_is_refused() -> None:
     assert provider.tool_call_mode("qwen2.5-coder") == "inline"
     assert provider.tool_call_mode("gpt-4o") == "native"
     assert provider.with_model("qwen3").tool_call_mode() == "inline"
-    with pytest.raises(ValueError, match="tool_calls: expected one of native, inline, auto, got 'xml'"):
+    with pytest.raises(ValueError, match="tool_calls: expected one of native, inline, constrained, auto, got 'xml'"):
         make_provider("openai", model="m", api_key="k", tool_calls="xml")
 
 
@@ -253,6 +253,8 @@ async def test_agent_run_with_inline_calls_and_a_malformed_one(tmp_path: Path) -
         return f"value of {key}"
 
     replies: list[Any] = [
+        Reply.json({"error": "no such route"}, status=404),  # GET /v1/models before the run (the model's limits)
+        Reply.json({"error": "no such route"}, status=404),  # POST /api/show (Ollama: does the model take tools?)
         refuse_tools,
         text_reply('<tool_call>{"name": "lookup", "arguments": {"key": a}}</tool_call>', per_delta=5),  # malformed
         text_reply('Two at once:\n<tool_call>{"name": "lookup", "arguments": {"key": "a"}}</tool_call>\n'

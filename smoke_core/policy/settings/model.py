@@ -21,6 +21,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
+    StrictFloat,
     StrictInt,
     StrictStr,
     field_validator,
@@ -161,6 +162,25 @@ class Settings(BaseModel):
         "a list of workspace paths or globs such as 'deploy/**'", layers=("managed",),
         description="more control files: a file tool's write to one always asks a person "
                     "(docs/security.md, Control files)"))
+    # the model call (issue 32): `smoke run` flags of the same names
+    tool_calls: Literal["native", "inline", "constrained", "auto"] | None = Field(None, json_schema_extra=_policy(
+        "one of native, inline, constrained, auto", untrusted="yes",
+        description="how tool calls travel (OpenAI-compatible providers): `native` (the API's tools), `inline` "
+                    "(described in the prompt, read from the text), `constrained` (inline, the reply held to a "
+                    "schema of the tools by the server), `auto` (native until the server refuses tools)"))
+    context_window: Annotated[StrictInt, Field(ge=1000)] | None = Field(None, json_schema_extra=_policy(
+        "a whole number of tokens, at least 1000", untrusted="yes",
+        description="the model's context window (default: what the server or the price list says, else 128,000)"))
+    max_tokens: PositiveInt | None = Field(None, json_schema_extra=_policy(
+        "a positive integer", untrusted="yes",
+        description="the most tokens one reply may have (local servers: a quarter of the context, at most 8192)"))
+    temperature: Annotated[StrictFloat | StrictInt, Field(ge=0, le=2)] | None = Field(None, json_schema_extra=_policy(
+        "a number from 0 to 2", untrusted="yes", description="sampling temperature (the model's default if unset)"))
+    top_p: Annotated[StrictFloat | StrictInt, Field(gt=0, le=1)] | None = Field(None, json_schema_extra=_policy(
+        "a number above 0, at most 1", untrusted="yes", description="nucleus sampling (the model's default if unset)"))
+    seed: StrictInt | None = Field(None, json_schema_extra=_policy(
+        "an integer", untrusted="yes", description="the sampling seed, for repeatable replies where the server "
+                                                   "honours it"))
 
     @field_validator("base_url")
     @classmethod
