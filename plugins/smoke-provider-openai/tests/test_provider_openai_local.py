@@ -501,3 +501,14 @@ async def test_a_server_reporting_max_model_len_8192_makes_compaction_start_by_8
         task_request = json.dumps(s.chat_bodies[1]["messages"])
         assert "each was the same word" in task_request and "now summarise them" in task_request
         assert task_request.count("word ") < 4 * 1800
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+def test_price_as_is_a_settings_key_a_repository_may_not_set(tmp_path: Path, trusted: bool) -> None:
+    """issue 31 item 4: ``price_as`` from settings; an untrusted folder's files may not
+    set it (budgets count with it: a repository could make its runs look cheap)."""
+    (tmp_path / ".smoke").mkdir()
+    (tmp_path / ".smoke" / "config.yaml").write_text("price_as: anthropic\n")
+    agent = create_agent(tmp_path, provider="vllm", model="claude-sonnet-4-5", plugins=[smoke_provider_openai],
+                         autoload_plugins=False, trust_workspace=trusted)
+    assert agent.provider.price_as == ("anthropic" if trusted else None)
