@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from smoke_core.plugin import CheckpointError, SessionBusy, UnknownSession, fork_session
@@ -60,7 +61,7 @@ async def fork(state: UIState, session_id: str) -> dict[str, Any]:
     return {"session_id": target, "forked_from": session_id, "messages": copied}
 
 
-def turn_starts(messages: list[dict[str, Any]]) -> list[int]:
+def turn_starts(messages: Sequence[Mapping[str, Any]]) -> list[int]:
     """The index in ``messages`` of each turn's task (each user message)."""
     return [i for i, m in enumerate(messages) if m.get("role") == "user"]
 

@@ -282,7 +282,7 @@ class UIState:
             raise UIError(500, f"could not create the agent: {type(exc).__name__}: {exc}") from exc
         self.session_id = sid
         try:  # the turn this run is (0-based) in its session: the page's "Rewind to here" names it
-            self._next_turn = len(rewinding.turn_starts(list(self.store.load(sid))))
+            self._next_turn = len(rewinding.turn_starts(self.store.load(sid)))
         except Exception:
             self._next_turn = None
         self._ran.add(sid)
