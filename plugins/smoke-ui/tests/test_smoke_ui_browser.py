@@ -1099,3 +1099,74 @@ def test_icons_are_bundled_svg_and_the_label_and_badge_fit(browser: Any, tmp_pat
             assert shot.stat().st_size > 5_000
         finally:
             page.close()
+
+
+# ---------------------------------------------------------------- rewind and fork
+
+
+def test_rewind_to_a_turn_undo_it_and_fork_a_session_from_the_page(browser: Any, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_bytes(b"one\n")
+    script = [
+        {"tool_calls": [{"id": "w1", "name": "write_file", "input": {"path": "a.txt", "content": "two\n"}}]},
+        "Done 1.",
+        {"tool_calls": [{"id": "w2", "name": "write_file", "input": {"path": "a.txt", "content": "three\n"}}]},
+        "Done 2.",
+    ]
+
+    def factory(*, session_id: str, store: Any) -> Any:
+        return create_agent(ws, provider=ScriptedProvider(list(script)), autoload_plugins=False, plugins=[],
+                            tools=[write_file], store=store, session_id=session_id, permission="allow-all")
+
+    app = create_app(factory, store=MemoryStore(), workspace=ws)
+    store = app.state.ui.store
+    with ServerThread(app) as server:
+        wait_healthy(server.url)
+        page = open_page(browser, server, app)
+        try:
+            from playwright.sync_api import expect
+
+            send_task(page, "first")
+            expect(page.locator('[data-testid="final-message"]')).to_have_count(1, timeout=WAIT_MS)
+            page.wait_for_selector('[data-testid="run-status"].status-completed', timeout=WAIT_MS)
+            send_task(page, "second")
+            expect(page.locator('[data-testid="final-message"]')).to_have_count(2, timeout=WAIT_MS)
+            page.wait_for_selector('[data-testid="run-status"].status-completed', timeout=WAIT_MS)
+            assert (ws / "a.txt").read_bytes() == b"three\n"
+            first = app.state.ui.session_id
+            history = list(store.load(first))
+
+            # a "Rewind to here" button per turn; the second one puts back the file as it was before that turn
+            buttons = page.locator('[data-testid="log"] [data-testid="rewind-turn"]')
+            expect(buttons).to_have_count(2, timeout=WAIT_MS)
+            buttons.nth(1).click()
+            page.wait_for_selector('[data-testid="rewind-note"]', timeout=WAIT_MS)
+            assert "before turn 2" in page.inner_text('[data-testid="rewind-note"]')
+            assert (ws / "a.txt").read_bytes() == b"two\n"
+            rewound = app.state.ui.session_id
+            assert rewound != first and page.inner_text('[data-testid="session-id"]') == rewound
+            assert list(store.load(rewound)) == history[:[i for i, m in enumerate(history) if m["role"] == "user"][1]]
+
+            # undo puts it back and makes the old session current again
+            page.click('[data-testid="undo-rewind"]')
+            page.wait_for_selector('[data-testid="rewind-undone"]', timeout=WAIT_MS)
+            assert (ws / "a.txt").read_bytes() == b"three\n"
+            assert app.state.ui.session_id == first
+
+            # fork from the session list: a new session with a copy of the history, opened
+            item = page.locator(f'[data-testid="session-item"][data-session-id="{first}"]')
+            item.hover()
+            item.locator('[data-testid="fork-session"]').click()
+            page.wait_for_selector('[data-testid="fork-note"]', timeout=WAIT_MS)
+            forked = app.state.ui.session_id
+            assert forked not in (first, rewound)
+            assert list(store.load(forked)) == history
+            expect(page.locator('[data-testid="transcript"]')).to_be_visible(timeout=WAIT_MS)
+            expect(page.locator('[data-testid="transcript-body"] [data-testid="transcript-user"]')).to_have_count(
+                2, timeout=WAIT_MS)
+            expect(page.locator('[data-testid="session-item"]')).to_have_count(3, timeout=WAIT_MS)
+            screenshot(page, "smoke-ui-rewind-fork.png")
+            assert page.js_errors == []
+        finally:
+            page.close()

@@ -1186,6 +1186,7 @@
       state.lastAssistantText = null;
       closeText();
       add(el("div", { class: "msg user", testid: "user-message", "data-run-id": ev.run_id }, [visible(ev.data.task, "text")]));
+      if (ev.ui && typeof ev.ui.turn === "number" && ev.session_id) add(turnActions(ev.session_id, ev.ui.turn));
       const model = [ev.data.provider, ev.data.model].filter(Boolean).join(" · ");
       if (model) $("run-phase").setAttribute("title", model);
       setUsage(null);
@@ -1349,6 +1350,69 @@
     return source;
   }
 
+  // ------------------------------------------------------------ fork and rewind
+
+  // "Rewind to here" on a turn: the files and the conversation back to before that turn's task.
+  function rewindButton(sessionId, turn) {
+    const button = el("button", { type: "button", class: "icon-button rewind-button", testid: "rewind-turn",
+      "data-turn": turn, title: "Rewind to here: files and conversation back to before this task",
+      "aria-label": "Rewind to before this turn" }, [SmokeIcons.iconSvg("⏪"), el("span", { text: "Rewind to here" })]);
+    button.addEventListener("click", async (ev) => {
+      ev.stopPropagation();
+      button.disabled = true;
+      try {
+        const res = await api("POST", "/api/sessions/" + encodeURIComponent(sessionId) + "/rewind", { turn });
+        rewound(res);
+      } catch (err) {
+        showError("Could not rewind", err.message);
+      } finally {
+        button.disabled = false;
+      }
+    });
+    return button;
+  }
+
+  // the turn's actions sit under its message (the message's text stays the task's alone)
+  function turnActions(sessionId, turn) {
+    return el("div", { class: "turn-actions" }, [rewindButton(sessionId, turn)]);
+  }
+
+  function rewound(res) {
+    setSession(res.session_id);
+    $("transcript").classList.add("hidden");
+    const undo = el("button", { type: "button", class: "small", testid: "undo-rewind", text: "Undo rewind",
+      title: res.undo_hint || "" });
+    const box = add(el("div", { class: "note note-info", testid: "rewind-note" }, [visible(res.said || "Rewound.", "text"), " ", undo]));
+    undo.addEventListener("click", async () => {
+      undo.disabled = true;
+      try {
+        const back = await api("POST", "/api/sessions/" + encodeURIComponent(res.undo.session_id) + "/rewind",
+          { checkpoint: res.undo.checkpoint });
+        setSession(back.session_id);
+        undo.replaceWith(el("span", { class: "hint", testid: "rewind-undone", text: "Undone: " + (back.said || "") }));
+        await refreshSessions();
+      } catch (err) {
+        undo.disabled = false;
+        showError("Could not undo the rewind", err.message);
+      }
+    });
+    refreshSessions();
+    return box;
+  }
+
+  async function forkSession(sessionId) {
+    try {
+      const res = await api("POST", "/api/sessions/" + encodeURIComponent(sessionId) + "/fork");
+      setSession(res.session_id);
+      note("Forked session " + sessionId + " into " + res.session_id + " (" + res.messages + " messages); the next task goes on there.")
+        .setAttribute("data-testid", "fork-note");
+      await refreshSessions();
+      openTranscript(res.session_id, res.session_id);
+    } catch (err) {
+      showError("Could not fork the session", err.message);
+    }
+  }
+
   // ------------------------------------------------------------ sessions
 
   function sessionItem(s) {
@@ -1376,7 +1440,9 @@
 
     const rename = el("button", { type: "button", class: "icon-button", testid: "rename-session", title: "Rename", "aria-label": "Rename session" }, [SmokeIcons.iconSvg("✎")]);
     const remove = el("button", { type: "button", class: "icon-button", testid: "delete-session", title: "Delete", "aria-label": "Delete session" }, [SmokeIcons.iconSvg("🗑")]);
-    actions.append(rename, remove);
+    const forkButton = el("button", { type: "button", class: "icon-button", testid: "fork-session", title: "Fork: a new session from a copy of this one", "aria-label": "Fork session" }, [SmokeIcons.iconSvg("🌿")]);
+    forkButton.addEventListener("click", () => forkSession(s.session_id));
+    actions.append(forkButton, rename, remove);
 
     rename.addEventListener("click", () => {
       const input = el("input", { type: "text", class: "rename-input", testid: "rename-input", maxlength: "200", value: s.title || "" });
@@ -1485,8 +1551,14 @@
       const data = await api("GET", "/api/sessions/" + encodeURIComponent(sessionId));
       body.textContent = "";
       const calls = {};
+      let turn = 0;
       for (const message of data.messages || []) {
-        for (const node of renderMessage(message, calls)) body.append(node);
+        const nodes = renderMessage(message, calls);
+        for (const node of nodes) body.append(node);
+        if (message.role === "user") {
+          body.append(turnActions(sessionId, turn));
+          turn += 1;
+        }
       }
     } catch (err) {
       body.textContent = "";

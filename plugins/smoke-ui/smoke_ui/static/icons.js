@@ -35,6 +35,7 @@
     smoke: ["M7 18h10a4 4 0 0 0 0-8 5 5 0 0 0-9.6-1.5A4 4 0 0 0 7 18z", "M9 22h6"],
     pencil: ["M4 20h4L19 9l-4-4L4 16z"],
     form: ["M5 3h14v18H5z", "M8 8h8", "M8 12h8", "M8 16h5"],
+    rewind: ["M11 6l-7 6 7 6z", "M20 6l-7 6 7 6z"],
   };
   const BY_EMOJI = {
     "🔧": "wrench", "📄": "file", "📖": "file", "📁": "folder", "📂": "folder", "🗂": "folder",
@@ -42,7 +43,7 @@
     "🔎": "search", "🔍": "search", "💻": "terminal", "🧪": "flask", "🤖": "robot", "🏁": "flag", "✅": "check",
     "✔": "check", "🌐": "globe", "🔌": "plug", "📚": "book", "🎓": "cap", "🌿": "branch", "🔀": "merge",
     "📜": "scroll", "📥": "inbox", "🎯": "target", "❓": "question", "⛔": "stop", "🗺": "map", "🪝": "hook",
-    "🐒": "smoke", "✎": "pencil", "📋": "form",
+    "🐒": "smoke", "✎": "pencil", "📋": "form", "⏪": "rewind",
   };
   const NS = "http://www.w3.org/2000/svg";
 
