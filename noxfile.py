@@ -146,7 +146,8 @@ def _plugin_install_spec(name: str) -> str:
 def core(session: nox.Session) -> None:
     """Core alone: no plugin installed; proves core stands on its own."""
     _install(session, ".", *TEST_DEPS)
-    _pytest(session, "core", "tests", "-m", "not integration and not index and not realmodel")
+    # tests/realmodel needs the provider and tool plugins (its own session installs them): not collected here
+    _pytest(session, "core", "tests", "--ignore=tests/realmodel", "-m", "not integration and not index and not realmodel")
 
 
 @nox.session

@@ -34,6 +34,7 @@ __all__ = [
     "BatchTask",
     "CallRecord",
     "ChatHost",
+    "CheckpointError",
     "ClaudeDialect",
     "CommandParse",
     "ConfigError",
@@ -58,6 +59,7 @@ __all__ = [
     "RunResult",
     "SQLiteStore",
     "SandboxSettings",
+    "SessionBusy",
     "SessionInfo",
     "SettingsError",
     "SimpleCommand",
@@ -71,6 +73,7 @@ __all__ = [
     "ToolKind",
     "ToolPresentation",
     "ToolResult",
+    "UnknownSession",
     "Workspace",
     "WorkspaceError",
     "WorkspacePath",
@@ -80,6 +83,7 @@ __all__ = [
     "child_env",
     "collect_slash_commands",
     "create_agent",
+    "fork_session",
     "form_fields",
     "hookimpl",
     "is_secret_name",
@@ -139,6 +143,7 @@ _LAZY: dict[str, str] = {
     "SettingsError": "policy.settings.files",
     "Agent": "run.agent",
     "resolve_agent_settings": "run.agent_settings",
+    "CheckpointError": "run.checkpoints",
     "create_agent": "run.factory",
     "RunHandle": "run.handle",
     "new_session_id": "run.history",
@@ -146,6 +151,9 @@ _LAZY: dict[str, str] = {
     "SlashCommand": "run.slash",
     "collect_slash_commands": "run.slash",
     "RunResult": "run.state",
+    "UnknownSession": "store.fork",
+    "fork_session": "store.fork",
+    "SessionBusy": "store.lease",
     "CallRecord": "store.protocol",
     "JournalingStore": "store.protocol",
     "Lease": "store.protocol",
@@ -217,11 +225,14 @@ if TYPE_CHECKING:
     from .policy.settings.files import SettingsError
     from .run.agent import Agent
     from .run.agent_settings import resolve_agent_settings
+    from .run.checkpoints import CheckpointError
     from .run.factory import create_agent
     from .run.handle import RunHandle
     from .run.history import new_session_id
     from .run.slash import ChatHost, SlashCommand, collect_slash_commands
     from .run.state import RunResult
+    from .store.fork import UnknownSession, fork_session
+    from .store.lease import SessionBusy
     from .store.protocol import (
         CallRecord,
         JournalingStore,

@@ -224,3 +224,59 @@ def test_bad_requests_are_one_message_and_status_2(args: list[str], message: str
     assert result.exit_code == 2
     assert message in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def _plugin_source(root: Path, body: str) -> Path:
+    """The tiny plugin as a source folder (the docs/write-a-plugin.md layout), with a `test` extra."""
+    src = root / "smoke-local-demo"
+    (src / "smoke_local_demo").mkdir(parents=True)
+    (src / "smoke_local_demo" / "__init__.py").write_text(textwrap.dedent(body))
+    (src / "pyproject.toml").write_text(textwrap.dedent("""
+        [build-system]
+        requires = ["setuptools>=61"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "smoke-local-demo"
+        version = "1.0"
+        dependencies = ["smoke-core"]
+
+        [project.optional-dependencies]
+        test = ["pytest"]
+
+        [project.entry-points.smoke]
+        local_demo = "smoke_local_demo"
+
+        [tool.setuptools]
+        packages = ["smoke_local_demo"]
+    """))
+    return src
+
+
+@pytest.mark.slow
+def test_an_editable_install_is_checked_as_the_next_run_loads_it(tmp_path: Path) -> None:
+    """`smoke install -e '.[test]'` (the tutorial's step): the editable
+    install's `.pth` works from the next process on, so the load check runs
+    in one — no false "failed to load ... ModuleNotFoundError"."""
+    python = layered_venv(tmp_path / "venv")
+    src = _plugin_source(tmp_path / "src", PLUGIN_SOURCE)
+    # -P: the folder is not on sys.path, as for the `smoke` script (`python -m` would import the plugin from it)
+    proc = subprocess.run([str(python), "-P", "-m", "smoke_core.cli", "install", "-e", ".[test]"], capture_output=True,
+                          text=True, env=env_for(tmp_path), cwd=src, timeout=300, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert "plugin local_demo (smoke-local-demo 1.0) installed" in proc.stdout
+    assert "failed to load" not in proc.stderr and "skipped" not in proc.stderr, proc.stderr
+    rows = _plugin_names(smoke(python, tmp_path, "plugins", "--json"))
+    assert rows["local_demo"]["error"] is None
+
+
+@pytest.mark.slow
+def test_an_editable_plugin_that_cannot_load_is_still_reported(tmp_path: Path) -> None:
+    python = layered_venv(tmp_path / "venv")
+    src = _plugin_source(tmp_path / "src", "import no_such_dependency_for_smoke_tests\n" + PLUGIN_SOURCE)
+    proc = smoke(python, tmp_path, "install", "-e", str(src))
+    assert proc.returncode == 0, proc.stderr
+    assert "plugin local_demo (smoke-local-demo 1.0) installed" in proc.stdout
+    warnings = [ln for ln in proc.stderr.splitlines() if "local_demo" in ln]
+    assert len(warnings) == 1, proc.stderr  # said once, as a warning of smoke install
+    assert "is installed but skipped" in warnings[0] and "no_such_dependency_for_smoke_tests" in warnings[0]

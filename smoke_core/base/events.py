@@ -68,7 +68,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "tool.output": ("tool_call_id", "tool_name", "stream", "text"),
     "tool.progress": ("tool_call_id", "tool_name", "message", "progress", "total", "presentation"),
     "tool.completed": (
-        "tool_call_id", "tool_name", "is_error", "content", "error", "duration_ms", "presentation",
+        "tool_call_id", "tool_name", "is_error", "content", "error", "duration_ms", "waited_ms", "presentation",
     ),
     "permission.required": (
         "tool_call_id", "kind", "tool_name", "input", "reason", "presentation", "tool_kind", "suggested_rule",

@@ -90,7 +90,63 @@ def gather() -> dict[str, Any]:
     add("chromium", chromium is not None, path=chromium,
         version=_version([chromium, "--version"]) if chromium else None,
         disables="the browser tests of `smoke serve` (they are skipped); the web UI itself still works")
+    checks += settings_checks()
     return {"checks": checks, "sandbox": st.to_dict()}
+
+
+def settings_checks(workspace: str | None = None) -> list[dict[str, Any]]:
+    """One check per settings layer (managed, user, this folder's project and
+    local files, ``SMOKE_*`` variables), each validated as a run validates it
+    (plugin-declared keys included): a layer a run would refuse (exit 2) is
+    reported here with the run's own message."""
+    import os
+    from pathlib import Path
+
+    from ..hooks.collect import collect_setting_specs
+    from ..hooks.manager import create_plugin_manager
+    from ..policy.settings.files import (
+        SettingsError,
+        local_settings_path,
+        managed_settings_path,
+        project_settings_path,
+        user_settings_file,
+    )
+    from ..policy.settings.layers import resolve_settings
+
+    ws = Path(workspace or os.getcwd())
+    stops = "every `smoke run`, `smoke chat` and `smoke serve`{}: they stop with exit status 2"
+    try:
+        specs = collect_setting_specs(create_plugin_manager())
+    except Exception as exc:  # a broken plugin: validate the core's keys, and say so
+        specs = {}
+        note = f" (plugin settings not checked: {type(exc).__name__}: {exc})"
+    else:
+        note = ""
+    layers: list[tuple[str, list[str], str | None]] = [
+        ("managed", [], str(managed_settings_path())),
+        ("user", ["user"], user_settings_file()),
+        ("project", ["project"], str(project_settings_path(ws))),
+        ("local", ["local"], str(local_settings_path(ws))),
+        ("environment", ["environment"], None),
+    ]
+    out: list[dict[str, Any]] = []
+    managed_failed = False
+    for name, sources, path in layers:
+        present = path is None or os.path.exists(path)
+        if managed_failed:  # every other layer would repeat the managed file's error
+            break
+        try:
+            resolve_settings(ws, sources=sources, trust=None, specs=specs)
+        except SettingsError as exc:
+            out.append({"name": f"{name} settings", "ok": False, "path": path, "version": None,
+                        "detail": str(exc).strip() + note,
+                        "disables": stops.format(" in this folder" if name in ("project", "local") else "")})
+            managed_failed = name == "managed"
+            continue
+        what = "valid" if present else "no file"
+        out.append({"name": f"{name} settings", "ok": True, "path": path, "version": None,
+                    "detail": what + note, "disables": None})
+    return out
 
 
 def doctor_impl(as_json: bool) -> None:
@@ -103,11 +159,20 @@ def doctor_impl(as_json: bool) -> None:
         return
     for check in report["checks"]:
         mark = click.style("✓", fg="green") if check["ok"] else click.style("✗", fg="red")
-        what = " ".join(x for x in (check["version"], f"({check['path']})" if check["path"] else None) if x)
+        detail = (check["detail"] or "").splitlines()
+        if check["name"].endswith(" settings"):  # one line: valid, no file or invalid; then the problem
+            what = " ".join(x for x in ((detail or [""])[0] if check["ok"] else "invalid",
+                                        f"({check['path']})" if check["path"] else None) if x)
+            detail = [] if check["ok"] else detail
+        else:
+            what = " ".join(x for x in (check["version"], f"({check['path']})" if check["path"] else None) if x)
         click.echo(f"{mark} {check['name']}: {what or ('found' if check['ok'] else 'missing')}")
-        if check["detail"]:
-            click.echo(f"    {check['detail']}")
+        for line in detail:
+            click.echo(f"    {line}")
         if check["disables"]:
-            click.echo(f"    without it: {check['disables']}")
-    missing = [c["name"] for c in report["checks"] if not c["ok"]]
-    click.echo("everything is here" if not missing else f"missing: {', '.join(missing)}")
+            fails = check["name"].endswith(" settings")
+            click.echo(f"    {'until it is fixed' if fails else 'without it'}: {check['disables']}")
+    invalid = [c["name"] for c in report["checks"] if not c["ok"] and c["name"].endswith(" settings")]
+    missing = [c["name"] for c in report["checks"] if not c["ok"] and c["name"] not in invalid]
+    problems = [f"missing: {', '.join(missing)}"] * bool(missing) + [f"invalid: {', '.join(invalid)}"] * bool(invalid)
+    click.echo("; ".join(problems) or "everything is here")

@@ -222,11 +222,32 @@ def _report_change(before: set[Any], after: set[Any], verb: str) -> None:
         _warn_unusable({(d, n) for n, d, _ in changed})
 
 
-def _warn_unusable(new: set[tuple[str | None, str]]) -> None:
-    """Load the new plugins now, so an import error or an API mismatch is said here, not later."""
-    from ..hooks.manager import plugin_report
+#: run in a fresh interpreter: every plugin as the next run loads it, as JSON (no log lines)
+_LOAD_CHECK = (
+    "import json, logging; logging.disable(logging.CRITICAL); from smoke_core.hooks.manager import plugin_report; "
+    "print(json.dumps([[i.distribution, i.name, i.error] for i in plugin_report()]))"
+)
 
-    for info in plugin_report():
-        if (info.distribution, info.name) in new and info.error:
-            click.echo(f"smoke: warning: plugin {info.name} ({info.distribution}) is installed but skipped: "
-                       f"{info.error}", err=True)
+
+def _warn_unusable(new: set[tuple[str | None, str]]) -> None:
+    """Load the new plugins now, so an import error or an API mismatch is said
+    here, not later. In a child process: this one started before the install,
+    so an editable install's ``.pth`` file (processed at interpreter start)
+    has not taken effect in it, and its plugin would seem not to import."""
+    import json
+    import subprocess
+
+    try:
+        # -P: the current folder is not put on sys.path (it would import a plugin the next run cannot)
+        out = subprocess.run([sys.executable, "-P", "-c", _LOAD_CHECK], capture_output=True, text=True,
+                             timeout=120, stdin=subprocess.DEVNULL, check=False)
+        rows = json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 and out.stdout.strip() else None
+    except (OSError, subprocess.SubprocessError, ValueError):
+        rows = None
+    if rows is None:
+        click.echo("smoke: warning: could not check that the new plugins load; `smoke plugins` shows whether they do",
+                   err=True)
+        return
+    for dist, name, error in rows:
+        if (dist, name) in new and error:
+            click.echo(f"smoke: warning: plugin {name} ({dist}) is installed but skipped: {error}", err=True)

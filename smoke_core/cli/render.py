@@ -38,6 +38,23 @@ def is_interactive() -> bool:
 # ---------------------------------------------------------------- terminal rendering
 
 
+
+#: Lines of one burst of live command output shown (the result has all of them)
+LIVE_LINES = 5
+
+
+def tool_time(data: dict[str, Any]) -> str:
+    """A tool card's time: what the tool itself took, and apart from it the
+    time a person took to approve the call (``tool.completed``'s
+    ``duration_ms`` includes that wait, ``waited_ms`` is it)."""
+    total = float(data.get("duration_ms") or 0)
+    waited = float(data.get("waited_ms") or 0)
+    if waited <= 0:
+        return f"{total:.0f} ms"
+    ran = max(total - waited, 0.0)
+    return f"ran {ran / 1000:.1f} s · waited {waited / 1000:.1f} s for approval"
+
+
 class TerminalUI:
     """Renders events with rich and answers pauses at the terminal.
 
@@ -200,20 +217,24 @@ class TerminalUI:
             c.print(f"{pad}{p.get('icon') or '•'} [bold]{esc(p.get('label') or d['tool_name'])}[/bold] "
                     f"[dim]{esc(visible(call_summary(d['tool_name'], d.get('input') or {})))}[/dim]")
         elif t == "tool.output":
-            text = d.get("text", "")
-            for line in text.rstrip("\n").splitlines()[-5:]:
-                c.print(f"{pad}  [dim]│ {show(line[:200])}[/dim]")
+            lines = d.get("text", "").rstrip("\n").splitlines()
+            if len(lines) > LIVE_LINES:  # the last lines of a burst, and how many were left out
+                skipped = len(lines) - LIVE_LINES
+                c.print(f"{pad}  [dim]│ … {skipped} line{'s' * (skipped != 1)} skipped …[/dim]")
+            for line in lines[-LIVE_LINES:]:
+                cut = "…" if len(line) > 200 else ""
+                c.print(f"{pad}  [dim]│ {show(line[:200])}{cut}[/dim]")
         elif t == "tool.completed":
             p = d.get("presentation") or {}
-            ms = d.get("duration_ms") or 0
+            took = tool_time(d)
             text = " ".join(b.get("text", "") for b in d.get("content", []) if b.get("type") == "text")
             first = next((ln for ln in text.splitlines() if ln.strip()), "")[:160]
             badge = f" [cyan]{esc(p['badge'])}[/cyan]" if p.get("badge") else ""
             if d.get("is_error"):
-                c.print(f"{pad}  [red]✗ {show(first or 'error')}[/red] [dim]({ms:.0f} ms)[/dim]{badge}")
+                c.print(f"{pad}  [red]✗ {show(first or 'error')}[/red] [dim]({took})[/dim]{badge}")
             else:
                 tone = {"success": "green", "warning": "yellow", "error": "red"}.get(p.get("tone") or "", "green")
-                c.print(f"{pad}  [{tone}]✓[/{tone}] [dim]{show(first)} ({ms:.0f} ms)[/dim]{badge}")
+                c.print(f"{pad}  [{tone}]✓[/{tone}] [dim]{show(first)} ({took})[/dim]{badge}")
         elif t == "todo.updated":
             marks = {"completed": "[green]✔[/green]", "in_progress": "[yellow]▶[/yellow]", "cancelled": "[dim]✗[/dim]"}
             for todo in d.get("todos", []):

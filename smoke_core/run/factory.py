@@ -227,7 +227,7 @@ def create_agent(
         extra=extra,
     )
 
-    from_settings = {k: values[k] for k in ("tool_calls", "context_window") if values.get(k) is not None}
+    from_settings = {k: values[k] for k in ("tool_calls", "context_window", "price_as") if values.get(k) is not None}
     provider_obj = _resolve_provider(chosen, chosen_model, api_key, chosen_url, user_id, providers, provider_options,
                                      from_settings)
     options.budget = Budget(values["max_cost_usd"], values["max_input_tokens"], values["max_output_tokens"])
@@ -430,7 +430,7 @@ def _resolve_provider(
     if base_url is not None:
         kwargs["base_url"] = base_url
     kwargs.update(provider_options or {})
-    # the tool_calls and context_window settings, for a provider that takes them (provider_options win)
+    # the tool_calls, context_window and price_as settings, for a provider that takes them (provider_options win)
     extra = {k: v for k, v in (from_settings or {}).items() if k not in kwargs}
     try:
         try:

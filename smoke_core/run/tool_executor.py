@@ -173,12 +173,10 @@ class ToolExecutor:
         self.emit(
             "tool.completed",
             {
-                "tool_call_id": call_id,
-                "tool_name": name,
-                "is_error": result.is_error,
-                "content": result.content,
+                "tool_call_id": call_id, "tool_name": name, "is_error": result.is_error, "content": result.content,
                 "error": error.to_dict() if error is not None else None,
                 "duration_ms": round(duration_ms, 3),
+                "waited_ms": round(self.pauses.waited_ms.pop(call_id, 0.0), 3),
                 "presentation": presentation,
                 **({"data": result.data} if result.data else {}),
             },
@@ -375,7 +373,7 @@ class ToolExecutor:
                 "commands": request.commands,
             },
         )
-        answer = await self.pauses.wait(request.tool_call_id)
+        answer = await self.pauses.wait(request.tool_call_id, timed=True)
         if answer == "allow_run" and request.scope:
             gate.allowed_for_run.add(request.scope)
         self.emit("permission.resolved", {"tool_call_id": request.tool_call_id, "decision": answer})

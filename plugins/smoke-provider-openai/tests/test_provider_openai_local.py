@@ -462,3 +462,53 @@ def test_a_constrained_reply_streams_text_and_holds_a_call() -> None:
     assert (call.name, call.arguments) == ("lookup", {"key": 1})
     reply = ConstrainedReply(TOOLS)
     assert reply.feed("Plain text, no JSON.") == "Plain text, no JSON." and reply.finish() == ("", [])
+
+
+# ---------------------------------------------------------------- issue 31: a vLLM-style 8k model
+
+
+@pytest.mark.parametrize("reported", [8192, None])
+async def test_a_server_reporting_max_model_len_8192_makes_compaction_start_by_8k(
+        tmp_path: Path, reported: int | None) -> None:
+    """vLLM's ``/v1/models`` says ``max_model_len``; a history of ~9,000 tokens is
+    compacted before the first call when the server serves 8,192 — and not when
+    the server says nothing (then the default window applies)."""
+    from smoke_core.plugin import MemoryStore
+
+    store = MemoryStore()
+    store.append("s1", user_message("read the files"))
+    for i in range(4):
+        store.append("s1", {"role": "assistant", "content": [{"type": "tool_call", "id": f"c{i}", "name": "read_file",
+                                                              "input": {"path": f"f{i}"}}]})
+        store.append("s1", {"role": "tool", "content": [{"type": "tool_result", "tool_call_id": f"c{i}",
+                                                         "content": [{"type": "text", "text": "word " * 1800}]}]})
+    entry: dict[str, Any] = {"id": "qwen", "object": "model", "owned_by": "vllm"}
+    if reported is not None:
+        entry["max_model_len"] = reported
+    summary = text_stream("- read f0..f3; each was the same word")
+    with LocalModelServer(chat=[summary, text_stream("All read.")], models={"object": "list", "data": [entry]}) as s:
+        agent = _agent(tmp_path, s, preset="vllm", store=store, session_id="s1")
+        result, events = await _run(agent, "now summarise them")
+        window = agent.context_window
+    assert result.status == "completed"
+    compacted = [e.type for e in events if e.type.startswith("compaction.")]
+    if reported is None:
+        assert window > 8192 and compacted == [] and len(s.chat_bodies) == 1
+    else:
+        assert window == 8192
+        assert compacted == ["compaction.started", "compaction.completed"]
+        # a summary request first, then the task on a history holding the summary and less than was stored
+        task_request = json.dumps(s.chat_bodies[1]["messages"])
+        assert "each was the same word" in task_request and "now summarise them" in task_request
+        assert task_request.count("word ") < 4 * 1800
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+def test_price_as_is_a_settings_key_a_repository_may_not_set(tmp_path: Path, trusted: bool) -> None:
+    """issue 31 item 4: ``price_as`` from settings; an untrusted folder's files may not
+    set it (budgets count with it: a repository could make its runs look cheap)."""
+    (tmp_path / ".smoke").mkdir()
+    (tmp_path / ".smoke" / "config.yaml").write_text("price_as: anthropic\n")
+    agent = create_agent(tmp_path, provider="vllm", model="claude-sonnet-4-5", plugins=[smoke_provider_openai],
+                         autoload_plugins=False, trust_workspace=trusted)
+    assert agent.provider.price_as == ("anthropic" if trusted else None)

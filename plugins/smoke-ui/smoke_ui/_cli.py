@@ -140,7 +140,7 @@ def serve_command(
         app.state.ui.close_store()
         for fn in cleanup:
             fn()
-        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+        raise _ListenError(listen_problem(host, port, exc)) from None
     if not is_loopback(host):
         click.secho(
             f"warning: --host {host} exposes this agent (it edits files and runs commands in {ws_shown}) "
@@ -158,3 +158,24 @@ def serve_command(
         pass
     finally:
         sock.close()
+
+
+class _ListenError(click.ClickException):
+    """The port cannot be had: the person's choice, so exit status 2 (one line)."""
+
+    exit_code = 2
+
+
+def listen_problem(host: str, port: int, exc: OSError) -> str:
+    """One line: why ``host:port`` cannot be listened on, and what to do."""
+    import errno
+
+    why = exc.strerror or str(exc)
+    if exc.errno == errno.EADDRINUSE:
+        return (f"cannot listen on {host}:{port}: the port is in use (another `smoke serve`?); "
+                "use --port 0 for any free port, or --port N for another one")
+    if exc.errno == errno.EACCES:
+        return f"cannot listen on {host}:{port}: {why} (ports below 1024 need privileges); use --port 0 for any free port"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {host}:{port}: {why}; --host must be an address of this machine (127.0.0.1 by default)"
+    return f"cannot listen on {host}:{port}: {why}; use --port 0 for any free port"

@@ -27,6 +27,9 @@ Wire protocol (all under ``/api``, every call needs the server's token in the
 
 - ``PATCH /api/sessions/{id}`` ``{title}`` renames a session, ``DELETE
   /api/sessions/{id}`` deletes it (409 while that session runs).
+- ``POST /api/sessions/{id}/fork`` copies a session into a new current one;
+  ``POST /api/sessions/{id}/rewind`` ``{turn}`` or ``{checkpoint}`` rewinds
+  files (and the conversation) — :mod:`smoke_ui.rewind`.
 
 State-changing requests carrying an ``Origin`` header must come from the
 server's own origin (403 otherwise). Request bodies are capped (413 beyond
@@ -57,6 +60,7 @@ from starlette.staticfiles import StaticFiles
 
 from smoke_core.display import marked_table
 
+from . import rewind as rewinding
 from .approvals import SCOPES, always_offer
 from .render import edit_preview, highlight_css, markdown_html
 from .replay import DEFAULT_REPLAY_BUDGET, EventHub
@@ -192,6 +196,7 @@ class UIState:
         self._presentations: dict[str, dict[str, Any]] | None = None
         self._remembered: dict[str, dict[str, Any]] = {}  # tool_call_id -> rule written by "always"
         self._answered: set[str] = set()  # answered here, permission.resolved not seen yet
+        self._next_turn: int | None = None  # the turn the run being started is in its session
 
     # ------------------------------------------------------------ agents
 
@@ -276,6 +281,10 @@ class UIState:
             log.exception("smoke-ui: the agent factory failed")
             raise UIError(500, f"could not create the agent: {type(exc).__name__}: {exc}") from exc
         self.session_id = sid
+        try:  # the turn this run is (0-based) in its session: the page's "Rewind to here" names it
+            self._next_turn = len(rewinding.turn_starts(self.store.load(sid)))
+        except Exception:
+            self._next_turn = None
         self._ran.add(sid)
         self._running = agent
         self.status = "running"
@@ -308,6 +317,9 @@ class UIState:
         t = event.type
         data = event.data
         ui = self._extras(t, data)
+        if t == "run.started" and self._next_turn is not None:
+            ui = {**(ui or {}), "turn": self._next_turn}
+            self._next_turn = None
         if ui:
             payload["ui"] = ui
         if t == "run.started":
@@ -1018,6 +1030,29 @@ def create_app(
             return fail(exc)
         return JSONResponse({"deleted": sid, "current": current or state.session_id})
 
+    async def fork_session(request: Request) -> Response:
+        try:
+            return JSONResponse(await rewinding.fork(state, request.path_params["session_id"]))
+        except rewinding.Refused as exc:
+            return fail(UIError(exc.status, exc.message))
+
+    async def rewind_session(request: Request) -> Response:
+        try:
+            body = await json_body(request)
+            turn, checkpoint = body.get("turn"), body.get("checkpoint")
+            if (turn is None) == (checkpoint is None):
+                raise UIError(400, "send either {turn: N} (files and conversation back to before that turn) or "
+                                   "{checkpoint: N} (files back to that checkpoint: an undo)")
+            for name, value in (("turn", turn), ("checkpoint", checkpoint)):
+                if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                    raise UIError(400, f"{name} must be a whole number (0 or more); got {value!r}")
+            return JSONResponse(await rewinding.rewind(state, request.path_params["session_id"], turn=turn,
+                                                       checkpoint=checkpoint))
+        except rewinding.Refused as exc:
+            return fail(UIError(exc.status, exc.message))
+        except UIError as exc:
+            return fail(exc)
+
     async def highlight_stylesheet(request: Request) -> Response:
         return Response(highlight_css(), media_type="text/css", headers={"Cache-Control": "max-age=3600"})
 
@@ -1045,6 +1080,8 @@ def create_app(
         Route("/api/sessions/{session_id:str}", get_session, methods=["GET"]),
         Route("/api/sessions/{session_id:str}", rename_session, methods=["PATCH"]),
         Route("/api/sessions/{session_id:str}", delete_session, methods=["DELETE"]),
+        Route("/api/sessions/{session_id:str}/fork", fork_session, methods=["POST"]),
+        Route("/api/sessions/{session_id:str}/rewind", rewind_session, methods=["POST"]),
         Route("/static/highlight.css", highlight_stylesheet),
         Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
     ]

@@ -1079,3 +1079,111 @@ async def test_the_plan_toggle_and_the_plan_answers(tmp_path: Path) -> None:
                                                                         ("approve", "accept-edits", None)]
     state = app.state.ui
     assert state.permission_mode() == "accept-edits" and state.pending_plans == {}
+
+
+# ---------------------------------------------------------------- fork and rewind
+
+
+def rewind_script() -> list[Any]:
+    return [
+        {"tool_calls": [{"id": "w1", "name": "write_file", "input": {"path": "a.txt", "content": "two\n"}}]},
+        "Done 1.",
+        {"tool_calls": [{"id": "w2", "name": "write_file", "input": {"path": "a.txt", "content": "three\n"}}]},
+        "Done 2.",
+        {"tool_calls": [{"id": "q1", "name": "ask", "input": {"question": "Go on?"}}]},
+        "never",
+    ]
+
+
+def rewind_factory(workspace: Path) -> Callable[..., Any]:
+    def factory(*, session_id: str, store: Any) -> Any:
+        return create_agent(workspace, provider=ScriptedProvider(rewind_script()), autoload_plugins=False,
+                            plugins=[], tools=[write_file, ask], store=store, session_id=session_id,
+                            permission="allow-all")
+
+    return factory
+
+
+async def test_rewind_to_a_turn_restores_the_files_and_undo_puts_them_back_and_fork_copies(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_bytes(b"one\n")
+    store = MemoryStore()
+    app = create_app(rewind_factory(ws), store=store, workspace=ws)
+    h = auth(app)
+    async with serving(app) as client, events(client, app) as sse:
+        first = (await client.post("/api/runs", json={"task": "first"}, headers=h)).json()["session_id"]
+        started = await sse.until("run.started")
+        assert started["ui"]["turn"] == 0  # the page's "Rewind to here" names the turn
+        await sse.until("run.completed")
+        await app.state.ui.wait_idle()
+        await client.post("/api/runs", json={"task": "second", "session_id": first}, headers=h)
+        assert (await sse.until("run.started"))["ui"]["turn"] == 1
+        await sse.until("run.completed")
+        await app.state.ui.wait_idle()
+        assert (ws / "a.txt").read_bytes() == b"three\n"
+        history = list(store.load(first))
+
+        # while a run holds the session: no fork, no rewind, each with a clear 409
+        await client.post("/api/runs", json={"task": "third", "session_id": first}, headers=h)
+        await sse.until("ask_user.required")
+        busy = await client.post(f"/api/sessions/{first}/fork", headers=h)
+        assert busy.status_code == 409 and "running" in busy.json()["error"], busy.text
+        busy = await client.post(f"/api/sessions/{first}/rewind", json={"turn": 0}, headers=h)
+        assert busy.status_code == 409 and "run is in progress" in busy.json()["error"], busy.text
+        assert (ws / "a.txt").read_bytes() == b"three\n"
+        await client.post("/api/abort", headers=h)
+        await sse.until("run.interrupted")
+        await app.state.ui.wait_idle()
+        history = list(store.load(first))
+
+        # bad input: one clear line each, nothing changed
+        for body, words in (({}, "either"), ({"turn": 1, "checkpoint": 1}, "either"), ({"turn": "x"}, "whole number"),
+                            ({"turn": 9}, "between 0 and 2"), ({"checkpoint": 999}, "no checkpoint 999")):
+            res = await client.post(f"/api/sessions/{first}/rewind", json=body, headers=h)
+            assert res.status_code in (400, 404) and words in res.json()["error"], (body, res.text)
+        assert (await client.post("/api/sessions/ses_none/rewind", json={"turn": 0}, headers=h)).status_code == 404
+        assert (await client.post("/api/sessions/ses_none/fork", headers=h)).status_code == 404
+        # from another site, or without the token: refused before anything happens
+        foreign = await client.post(f"/api/sessions/{first}/rewind", json={"turn": 0},
+                                    headers={**h, "Origin": "http://evil.example"})
+        assert foreign.status_code == 403
+        assert (await client.post(f"/api/sessions/{first}/fork", headers={**h, "Origin": "http://evil.example"})
+                ).status_code == 403
+        assert (await client.post(f"/api/sessions/{first}/fork")).status_code == 403
+        assert (ws / "a.txt").read_bytes() == b"three\n"
+        assert list(store.load(first)) == history
+
+        # rewind to before the second turn: the file as it was then, the conversation up to that task
+        res = await client.post(f"/api/sessions/{first}/rewind", json={"turn": 1}, headers=h)
+        assert res.status_code == 200, res.text
+        body = res.json()
+        assert (ws / "a.txt").read_bytes() == b"two\n"
+        rewound = body["session_id"]
+        assert rewound != first and app.state.ui.session_id == rewound
+        cut = [i for i, m in enumerate(history) if m["role"] == "user"][1]
+        assert list(store.load(rewound)) == history[:cut]
+        assert list(store.load(first)) == history  # the old session is kept whole
+        assert body["undo"]["session_id"] == first and "undo" in body["undo_hint"]
+
+        # undo: the files back as they were before the rewind, the old session current again
+        res = await client.post(f"/api/sessions/{first}/rewind", json={"checkpoint": body["undo"]["checkpoint"]},
+                                headers=h)
+        assert res.status_code == 200, res.text
+        assert (ws / "a.txt").read_bytes() == b"three\n"
+        assert res.json()["session_id"] == first and app.state.ui.session_id == first
+
+        # and all the way back to before the first turn
+        res = await client.post(f"/api/sessions/{first}/rewind", json={"turn": 0}, headers=h)
+        assert res.status_code == 200, res.text
+        assert (ws / "a.txt").read_bytes() == b"one\n"
+
+        # fork: a new session with the same history, which becomes current
+        res = await client.post(f"/api/sessions/{first}/fork", headers=h)
+        assert res.status_code == 200, res.text
+        fork = res.json()
+        assert fork["forked_from"] == first and fork["messages"] == len(history)
+        assert fork["session_id"] not in (first, rewound) and app.state.ui.session_id == fork["session_id"]
+        assert list(store.load(fork["session_id"])) == history
+        listed = {s["session_id"] for s in (await client.get("/api/sessions", headers=h)).json()["sessions"]}
+        assert {first, rewound, fork["session_id"]} <= listed

@@ -134,7 +134,7 @@ def test_demo_run_in_the_browser(browser: Any, tmp_path: Path) -> None:
                 expected = presentations[name]
                 tool_card = card(page, name)
                 assert tool_card.locator('[data-testid="tool-label"]').inner_text() == expected["label"]
-                assert tool_card.locator('[data-testid="tool-icon"]').inner_text() == expected["icon"]
+                assert tool_card.locator('[data-testid="tool-icon"]').get_attribute("data-emoji") == expected["icon"]
                 assert f"tone-{expected['tone']}" in (tool_card.get_attribute("class") or "")
             # the real tests really ran: the first run failed, the second passed
             test_cards = page.locator('[data-testid="tool-card"][data-tool-name="run_test"]')
@@ -202,7 +202,9 @@ def test_scripted_runs_cover_deny_questions_stop_and_errors(browser: Any, tmp_pa
             send_task(page, "note and ask")
             page.wait_for_selector('[data-testid="approval-card"]:not(.resolved)', timeout=WAIT_MS)
             write_card = card(page, "write_note")
-            assert write_card.locator('[data-testid="tool-icon"]').inner_text() == "📝"
+            icon = write_card.locator('[data-testid="tool-icon"]')
+            assert icon.get_attribute("data-emoji") == "📝" and icon.inner_text() == ""  # drawn, not a glyph
+            assert icon.locator("svg").get_attribute("data-icon") == "edit"
             assert write_card.locator('[data-testid="tool-label"]').inner_text() == "Write note"
             assert write_card.locator('[data-testid="tool-group"]').inner_text() == "notes"
             assert "tone-warning" in (write_card.get_attribute("class") or "")
@@ -1013,6 +1015,158 @@ def test_plan_mode_in_the_browser_toggle_reject_edit_and_approve(browser: Any, t
             assert "write b.txt instead" in results[-1]["content"][0]["text"]
             results = [b for m in provider.requests[2].messages for b in m["content"] if b.get("type") == "tool_result"]
             assert "with hi" in results[-1]["content"][0]["text"]
+            assert page.js_errors == []
+        finally:
+            page.close()
+
+
+# ---------------------------------------------------------------- icons and layout
+
+LAYOUT_LABEL = "simulated model (offline demo: the model's turns are scripted; tools, files and tests are real)"
+
+
+@tool(read_only=True, presentation={"label": "Look", "icon": "🔎", "tone": "info", "group": "look"}, group="look")
+def look(n: int, ctx: ToolContext) -> str:
+    """Look at something."""
+    return "\n".join(f"line {i} of look {n}" for i in range(12))
+
+
+@tool(read_only=True, presentation={"label": "Unknown icon", "icon": "🦄", "tone": "info"})
+def odd(ctx: ToolContext) -> str:
+    """A tool whose emoji the page does not draw."""
+    return "ok"
+
+
+@pytest.mark.parametrize("width", [1280, 760])
+def test_icons_are_bundled_svg_and_the_label_and_badge_fit(browser: Any, tmp_path: Path, width: int) -> None:
+    turns: list[Any] = [{"tool_calls": [{"id": f"l{i}", "name": "look", "input": {"n": i}}]} for i in range(8)]
+    turns += [{"tool_calls": [{"id": "o1", "name": "odd", "input": {}}]}, "Looked."]
+
+    def factory(*, session_id: str, store: Any) -> Any:
+        return create_agent(tmp_path, provider=ScriptedProvider(turns), autoload_plugins=False, plugins=[],
+                            tools=[look, odd], store=store, session_id=session_id)
+
+    app = create_app(factory, store=MemoryStore(), demo_label=LAYOUT_LABEL)
+    with ServerThread(app) as server:
+        wait_healthy(server.url)
+        page = browser.new_page(viewport={"width": width, "height": 700})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        try:
+            page.goto(f"{server.url}/?token={app.state.ui.token}")
+            page.wait_for_selector("body[data-ready=true]", timeout=WAIT_MS)
+            send_task(page, "look around")
+            page.wait_for_selector('[data-testid="final-message"]', timeout=WAIT_MS)
+            page.wait_for_selector('[data-testid="run-status"].status-completed', timeout=WAIT_MS)
+            # every icon is a drawing shipped with the page, none a glyph of an emoji font
+            icons = page.evaluate("""() => [...document.querySelectorAll(
+                '.tool-icon, .brand-icon, .button-icon, .note-icon')].map(n => {
+                const svg = n.querySelector('svg'); const r = svg ? svg.getBoundingClientRect() : null;
+                return {text: n.textContent, emoji: n.getAttribute('data-emoji'), icon: svg && svg.getAttribute('data-icon'),
+                        w: r ? r.width : 0, h: r ? r.height : 0, paths: svg ? svg.querySelectorAll('path').length : 0};
+            })""")
+            assert len(icons) >= 11, icons  # brand, plan toggle, nine tool cards
+            for icon in icons:
+                assert icon["text"] == "" and icon["paths"] > 0 and icon["w"] >= 12 and icon["h"] >= 12, icon
+            drawn = {i["emoji"]: i["icon"] for i in icons}
+            assert drawn["🔎"] == "search" and drawn["🐒"] == "smoke" and drawn["🦄"] == "wrench"  # unknown: the wrench
+            assert not any(i["icon"] is None for i in icons)
+            # the demo badge is shown whole (not clipped), inside the window
+            badge = page.evaluate("""() => { const b = document.querySelector('[data-testid=demo-badge]');
+                const r = b.getBoundingClientRect();
+                return {sw: b.scrollWidth, cw: b.clientWidth, sh: b.scrollHeight, ch: b.clientHeight,
+                        right: r.right, left: r.left, text: b.textContent}; }""")
+            assert LAYOUT_LABEL in badge["text"]
+            assert badge["sw"] <= badge["cw"] + 1 and badge["sh"] <= badge["ch"] + 1, badge
+            assert badge["left"] >= 0 and badge["right"] <= width, badge
+            # the session label stays above the scrolled log, never over its content
+            page.evaluate("() => { const l = document.querySelector('[data-testid=log]'); l.scrollTop = l.scrollHeight; }")
+            boxes = page.evaluate("""() => { const s = document.querySelector('.session-line').getBoundingClientRect();
+                const l = document.querySelector('[data-testid=log]');
+                const r = l.getBoundingClientRect();
+                return {label_bottom: s.bottom, label_top: s.top, log_top: r.top, scrolled: l.scrollTop,
+                        overflow: l.scrollHeight > l.clientHeight,
+                        covered: [...l.querySelectorAll('.card')].some(c => { const b = c.getBoundingClientRect();
+                            const x = b.left + 4, y = Math.max(b.top, r.top) + 2;
+                            if (y >= b.bottom || y > s.bottom || y < s.top) return false;
+                            const hit = document.elementFromPoint(x, y);
+                            return hit && !c.contains(hit); })}; }""")
+            assert boxes["overflow"] and boxes["scrolled"] > 0, boxes  # there is scrolled content to overlap
+            assert boxes["label_bottom"] <= boxes["log_top"] + 0.5, boxes
+            assert not boxes["covered"], boxes
+            assert errors == []
+            shot = screenshot(page, f"smoke-ui-layout-{width}.png")
+            assert shot.stat().st_size > 5_000
+        finally:
+            page.close()
+
+
+# ---------------------------------------------------------------- rewind and fork
+
+
+def test_rewind_to_a_turn_undo_it_and_fork_a_session_from_the_page(browser: Any, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_bytes(b"one\n")
+    script = [
+        {"tool_calls": [{"id": "w1", "name": "write_file", "input": {"path": "a.txt", "content": "two\n"}}]},
+        "Done 1.",
+        {"tool_calls": [{"id": "w2", "name": "write_file", "input": {"path": "a.txt", "content": "three\n"}}]},
+        "Done 2.",
+    ]
+
+    def factory(*, session_id: str, store: Any) -> Any:
+        return create_agent(ws, provider=ScriptedProvider(list(script)), autoload_plugins=False, plugins=[],
+                            tools=[write_file], store=store, session_id=session_id, permission="allow-all")
+
+    app = create_app(factory, store=MemoryStore(), workspace=ws)
+    store = app.state.ui.store
+    with ServerThread(app) as server:
+        wait_healthy(server.url)
+        page = open_page(browser, server, app)
+        try:
+            from playwright.sync_api import expect
+
+            send_task(page, "first")
+            expect(page.locator('[data-testid="final-message"]')).to_have_count(1, timeout=WAIT_MS)
+            page.wait_for_selector('[data-testid="run-status"].status-completed', timeout=WAIT_MS)
+            send_task(page, "second")
+            expect(page.locator('[data-testid="final-message"]')).to_have_count(2, timeout=WAIT_MS)
+            page.wait_for_selector('[data-testid="run-status"].status-completed', timeout=WAIT_MS)
+            assert (ws / "a.txt").read_bytes() == b"three\n"
+            first = app.state.ui.session_id
+            history = list(store.load(first))
+
+            # a "Rewind to here" button per turn; the second one puts back the file as it was before that turn
+            buttons = page.locator('[data-testid="log"] [data-testid="rewind-turn"]')
+            expect(buttons).to_have_count(2, timeout=WAIT_MS)
+            buttons.nth(1).click()
+            page.wait_for_selector('[data-testid="rewind-note"]', timeout=WAIT_MS)
+            assert "before turn 2" in page.inner_text('[data-testid="rewind-note"]')
+            assert (ws / "a.txt").read_bytes() == b"two\n"
+            rewound = app.state.ui.session_id
+            assert rewound != first and page.inner_text('[data-testid="session-id"]') == rewound
+            assert list(store.load(rewound)) == history[:[i for i, m in enumerate(history) if m["role"] == "user"][1]]
+
+            # undo puts it back and makes the old session current again
+            page.click('[data-testid="undo-rewind"]')
+            page.wait_for_selector('[data-testid="rewind-undone"]', timeout=WAIT_MS)
+            assert (ws / "a.txt").read_bytes() == b"three\n"
+            assert app.state.ui.session_id == first
+
+            # fork from the session list: a new session with a copy of the history, opened
+            item = page.locator(f'[data-testid="session-item"][data-session-id="{first}"]')
+            item.hover()
+            item.locator('[data-testid="fork-session"]').click()
+            page.wait_for_selector('[data-testid="fork-note"]', timeout=WAIT_MS)
+            forked = app.state.ui.session_id
+            assert forked not in (first, rewound)
+            assert list(store.load(forked)) == history
+            expect(page.locator('[data-testid="transcript"]')).to_be_visible(timeout=WAIT_MS)
+            expect(page.locator('[data-testid="transcript-body"] [data-testid="transcript-user"]')).to_have_count(
+                2, timeout=WAIT_MS)
+            expect(page.locator('[data-testid="session-item"]')).to_have_count(3, timeout=WAIT_MS)
+            screenshot(page, "smoke-ui-rewind-fork.png")
             assert page.js_errors == []
         finally:
             page.close()

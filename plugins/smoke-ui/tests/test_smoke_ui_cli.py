@@ -145,7 +145,7 @@ def test_wheel_ships_the_static_files(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     wheel = next(tmp_path.glob("smoke_ui-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
-    for name in ("index.html", "app.js", "app.css"):
+    for name in ("index.html", "icons.js", "app.js", "app.css"):
         assert f"smoke_ui/static/{name}" in names
     assert "smoke_ui/py.typed" in names
 
@@ -199,3 +199,19 @@ def test_the_settings_decide_auto_approve_unless_yes_is_given(tmp_path: Path) ->
     assert [r.text for r in demo.settings.auto_approve_rules] == ["edit_file", "run_test"]
     assert demo.options.auto_approve is False
     assert demo_factory(tmp_path / "demo", auto_approve=True)(session_id="d2", store=MemoryStore()).options.auto_approve
+
+
+def test_serve_on_a_busy_port_says_to_use_port_0(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = subprocess.run([*SMOKE, "serve", "-w", str(tmp_path), "--provider", "demo", "--port", str(port)],
+                             capture_output=True, text=True, env=env(tmp_path), timeout=60)
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr  # one line, no traceback
+    assert f"cannot listen on 127.0.0.1:{port}: the port is in use" in lines[0]
+    assert "use --port 0 for any free port" in lines[0]

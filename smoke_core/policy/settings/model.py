@@ -171,6 +171,10 @@ class Settings(BaseModel):
     context_window: Annotated[StrictInt, Field(ge=1000)] | None = Field(None, json_schema_extra=_policy(
         "a whole number of tokens, at least 1000", untrusted="yes",
         description="the model's context window (default: what the server or the price list says, else 128,000)"))
+    price_as: StrictStr | None = Field(None, json_schema_extra=_policy(
+        "a genai-prices provider id such as 'openai' or 'anthropic'",
+        description="price the model as this provider's model of the same name (a gateway or a local server "
+                    "serving a known model); budgets count with it, so a repository's files may not set it"))
     max_tokens: PositiveInt | None = Field(None, json_schema_extra=_policy(
         "a positive integer", untrusted="yes",
         description="the most tokens one reply may have (local servers: a quarter of the context, at most 8192)"))

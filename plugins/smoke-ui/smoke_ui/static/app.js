@@ -521,7 +521,7 @@
       "data-group": p.group || "",
     });
     const head = el("div", { class: "card-head" }, [
-      el("span", { class: "tool-icon", testid: "tool-icon" }, [visible(p.icon || "🔧", "text")]),
+      SmokeIcons.setIcon(el("span", { class: "tool-icon", testid: "tool-icon" }), p.icon || "🔧"),
       el("span", { class: "tool-label", testid: "tool-label" }, [visible(p.label || data.tool_name, "text")]),
       p.group ? el("span", { class: "tool-group", testid: "tool-group" }, [visible(p.group, "text")]) : null,
       el("span", { class: "tool-name" }, [visible(data.tool_name, "strict")]),
@@ -574,7 +574,7 @@
     const body = el("div", { class: "subagent-body", testid: "subagent-body" });
     const box = el("div", { class: "subagent", testid: "subagent", "data-parent-tool-call-id": parentId, "data-state": "running" }, [
       el("div", { class: "subagent-head" }, [
-        el("span", { class: "tool-icon", text: "🤖" }),
+        SmokeIcons.setIcon(el("span", { class: "tool-icon" }), "🤖"),
         el("strong", { text: "Subagent" }),
         meta,
         el("span", { class: "spacer" }),
@@ -691,11 +691,15 @@
   function onToolCompleted(data) {
     const card = toolCard(data);
     const p = presentationFor(data.tool_name, data.presentation);
-    setVisible(headPart(card, "tool-icon"), p.icon || "🔧", "text");
+    SmokeIcons.setIcon(headPart(card, "tool-icon"), p.icon || "🔧");
     setVisible(headPart(card, "tool-label"), p.label || data.tool_name, "text");
     setBadge(card, p);
     const status = headPart(card, "tool-status");
-    const ms = typeof data.duration_ms === "number" ? " · " + Math.round(data.duration_ms) + " ms" : "";
+    // the tool's own time; the time a person took to approve it apart
+    const waited = typeof data.waited_ms === "number" ? data.waited_ms : 0;
+    const ms = typeof data.duration_ms !== "number" ? ""
+      : waited > 0 ? " · ran " + (Math.max(data.duration_ms - waited, 0) / 1000).toFixed(1) + " s · waited " + (waited / 1000).toFixed(1) + " s for approval"
+      : " · " + Math.round(data.duration_ms) + " ms";
     status.textContent = (data.is_error ? "error" : "done") + ms;
     card.classList.add(data.is_error ? "is-error" : "is-done");
     card.setAttribute("data-state", data.is_error ? "error" : "done");
@@ -787,7 +791,7 @@
       "data-input-length": info.length,
     }, [
       el("div", { class: "card-head" }, [
-        el("span", { class: "tool-icon" }, [visible(data.kind === "mcp_server" ? "🔌" : p.icon || "🔧", "text")]),
+        SmokeIcons.setIcon(el("span", { class: "tool-icon" }), data.kind === "mcp_server" ? "🔌" : p.icon || "🔧"),
         el("strong", { testid: "approval-title" }, data.kind === "mcp_server"
           ? ["Start MCP server ", visible(data.tool_name, "strict"), "?"]
           : ["Allow ", visible(p.label || data.tool_name, "text"), "?"]),
@@ -985,7 +989,7 @@
     });
     const info = scanValue([data.question]);
     const card = el("div", { class: "card question-card", testid: "question-card", "data-tool-call-id": id, "data-form": "true" }, [
-      el("div", { class: "card-head" }, [el("span", { class: "tool-icon", text: "📝" }), el("strong", { text: "Form" })]),
+      el("div", { class: "card-head" }, [SmokeIcons.setIcon(el("span", { class: "tool-icon" }), "📝"), el("strong", { text: "Form" })]),
       warnings(info),
       el("div", { class: "question-text", testid: "question-text", tabindex: "0" }, [visible(data.question, "strict")]),
       ui && ui.form_problem ? el("div", { class: "warning", testid: "form-unshowable" }, [visible("This form cannot be shown: " + ui.form_problem, "text")]) : null,
@@ -1023,7 +1027,7 @@
     const info = scanValue([data.question, ...(data.options || [])]);
     const question = el("div", { class: "question-text" + (String(data.question || "").length > LONG_VALUE ? " long" : ""), testid: "question-text", tabindex: "0" }, [visible(data.question, "strict")]);
     const card = el("div", { class: "card question-card", testid: "question-card", "data-tool-call-id": id, "data-question-length": String(data.question || "").length }, [
-      el("div", { class: "card-head" }, [el("span", { class: "tool-icon", text: "❓" }), el("strong", { text: "Question" })]),
+      el("div", { class: "card-head" }, [SmokeIcons.setIcon(el("span", { class: "tool-icon" }), "❓"), el("strong", { text: "Question" })]),
       warnings(info),
       question,
       (data.options || []).length ? options : null,
@@ -1093,7 +1097,7 @@
     );
     const done = Number(data.rejections || 0);
     const card = el("div", { class: "card plan-card", testid: "plan-card", "data-tool-call-id": id }, [
-      el("div", { class: "card-head" }, [el("span", { class: "tool-icon", text: "🗺" }), el("strong", { text: "Plan to approve" }),
+      el("div", { class: "card-head" }, [SmokeIcons.setIcon(el("span", { class: "tool-icon" }), "🗺"), el("strong", { text: "Plan to approve" }),
         done ? el("span", { class: "tool-name", text: "rejected " + done + " of " + data.max_rejections + " times" }) : null]),
       text, editor, reason, first, second, problem,
     ]);
@@ -1130,7 +1134,7 @@
   function showError(title, message, extra) {
     closeText();
     return add(el("div", { class: "card error-card", testid: "error-card" }, [
-      el("div", { class: "card-head" }, [el("span", { class: "tool-icon", text: "⛔" }), el("strong", { text: title })]),
+      el("div", { class: "card-head" }, [SmokeIcons.setIcon(el("span", { class: "tool-icon" }), "⛔"), el("strong", { text: title })]),
       el("div", { class: "error-message", testid: "error-message" }, [visible(message || "", "text")]),
       extra ? el("div", { class: "hint" }, [visible(extra, "text")]) : null,
     ]));
@@ -1182,6 +1186,7 @@
       state.lastAssistantText = null;
       closeText();
       add(el("div", { class: "msg user", testid: "user-message", "data-run-id": ev.run_id }, [visible(ev.data.task, "text")]));
+      if (ev.ui && typeof ev.ui.turn === "number" && ev.session_id) add(turnActions(ev.session_id, ev.ui.turn));
       const model = [ev.data.provider, ev.data.model].filter(Boolean).join(" · ");
       if (model) $("run-phase").setAttribute("title", model);
       setUsage(null);
@@ -1253,11 +1258,11 @@
       const retry = typeof ev.data.retry_in_ms === "number" ? " — retrying in " + (ev.data.retry_in_ms / 1000).toFixed(1) + " s" : "";
       if (isChild(ev)) {
         subagentBox(ev.data.parent_tool_call_id).body.append(
-          el("div", { class: "note note-warning", testid: "warning-card" }, [visible("⚠️ " + (e.message || "warning") + retry, "text")]));
+          el("div", { class: "note note-warning", testid: "warning-card" }, [visible("⚠ " + (e.message || "warning") + retry, "text")]));
         scroll();
         return;
       }
-      note("⚠️ " + (e.message || "warning") + retry, "warning").setAttribute("data-testid", "warning-card");
+      note("⚠ " + (e.message || "warning") + retry, "warning").setAttribute("data-testid", "warning-card");
     },
     "subagent.started": (ev) => { if (isChild(ev)) subagentStarted(ev.data); },
     "subagent.completed": (ev) => { if (isChild(ev)) subagentEnded(ev.data, "completed"); },
@@ -1268,8 +1273,8 @@
       const d = ev.data || {};
       const took = typeof d.duration_ms === "number" ? " (" + Math.round(d.duration_ms) + " ms)" : "";
       const why = d.error || d.reason;
-      const text = "🪝 " + (d.hook_event || "hook") + " · " + (d.hook || "") + " · " + (d.decision || "no decision") + took + (why ? ": " + why : "");
-      const row = el("div", { class: "note note-hook" + (d.error ? " note-warning" : ""), testid: "hook-note" }, [visible(text, "text")]);
+      const text = (d.hook_event || "hook") + " · " + (d.hook || "") + " · " + (d.decision || "no decision") + took + (why ? ": " + why : "");
+      const row = el("div", { class: "note note-hook" + (d.error ? " note-warning" : ""), testid: "hook-note" }, [SmokeIcons.setIcon(el("span", { class: "note-icon" }), "🪝"), " ", visible(text, "text")]);
       if (isChild(ev)) {
         subagentBox(ev.data.parent_tool_call_id).body.append(row);
         scroll();
@@ -1279,7 +1284,7 @@
       add(row);
     },
     "compaction.completed": (ev) => {
-      note("🗜️ Older turns summarised (" + ev.data.messages_before + " → " + ev.data.messages_after + " messages)");
+      note("Older turns summarised (" + ev.data.messages_before + " → " + ev.data.messages_after + " messages)");
     },
     "run.completed": (ev) => {
       closeText();
@@ -1345,6 +1350,69 @@
     return source;
   }
 
+  // ------------------------------------------------------------ fork and rewind
+
+  // "Rewind to here" on a turn: the files and the conversation back to before that turn's task.
+  function rewindButton(sessionId, turn) {
+    const button = el("button", { type: "button", class: "icon-button rewind-button", testid: "rewind-turn",
+      "data-turn": turn, title: "Rewind to here: files and conversation back to before this task",
+      "aria-label": "Rewind to before this turn" }, [SmokeIcons.iconSvg("⏪"), el("span", { text: "Rewind to here" })]);
+    button.addEventListener("click", async (ev) => {
+      ev.stopPropagation();
+      button.disabled = true;
+      try {
+        const res = await api("POST", "/api/sessions/" + encodeURIComponent(sessionId) + "/rewind", { turn });
+        rewound(res);
+      } catch (err) {
+        showError("Could not rewind", err.message);
+      } finally {
+        button.disabled = false;
+      }
+    });
+    return button;
+  }
+
+  // the turn's actions sit under its message (the message's text stays the task's alone)
+  function turnActions(sessionId, turn) {
+    return el("div", { class: "turn-actions" }, [rewindButton(sessionId, turn)]);
+  }
+
+  function rewound(res) {
+    setSession(res.session_id);
+    $("transcript").classList.add("hidden");
+    const undo = el("button", { type: "button", class: "small", testid: "undo-rewind", text: "Undo rewind",
+      title: res.undo_hint || "" });
+    const box = add(el("div", { class: "note note-info", testid: "rewind-note" }, [visible(res.said || "Rewound.", "text"), " ", undo]));
+    undo.addEventListener("click", async () => {
+      undo.disabled = true;
+      try {
+        const back = await api("POST", "/api/sessions/" + encodeURIComponent(res.undo.session_id) + "/rewind",
+          { checkpoint: res.undo.checkpoint });
+        setSession(back.session_id);
+        undo.replaceWith(el("span", { class: "hint", testid: "rewind-undone", text: "Undone: " + (back.said || "") }));
+        await refreshSessions();
+      } catch (err) {
+        undo.disabled = false;
+        showError("Could not undo the rewind", err.message);
+      }
+    });
+    refreshSessions();
+    return box;
+  }
+
+  async function forkSession(sessionId) {
+    try {
+      const res = await api("POST", "/api/sessions/" + encodeURIComponent(sessionId) + "/fork");
+      setSession(res.session_id);
+      note("Forked session " + sessionId + " into " + res.session_id + " (" + res.messages + " messages); the next task goes on there.")
+        .setAttribute("data-testid", "fork-note");
+      await refreshSessions();
+      openTranscript(res.session_id, res.session_id);
+    } catch (err) {
+      showError("Could not fork the session", err.message);
+    }
+  }
+
   // ------------------------------------------------------------ sessions
 
   function sessionItem(s) {
@@ -1370,9 +1438,11 @@
       if (ev.key === "Enter" && ev.target === item) openTranscript(s.session_id, titleText);
     });
 
-    const rename = el("button", { type: "button", class: "icon-button", testid: "rename-session", title: "Rename", "aria-label": "Rename session", text: "✎" });
-    const remove = el("button", { type: "button", class: "icon-button", testid: "delete-session", title: "Delete", "aria-label": "Delete session", text: "🗑" });
-    actions.append(rename, remove);
+    const rename = el("button", { type: "button", class: "icon-button", testid: "rename-session", title: "Rename", "aria-label": "Rename session" }, [SmokeIcons.iconSvg("✎")]);
+    const remove = el("button", { type: "button", class: "icon-button", testid: "delete-session", title: "Delete", "aria-label": "Delete session" }, [SmokeIcons.iconSvg("🗑")]);
+    const forkButton = el("button", { type: "button", class: "icon-button", testid: "fork-session", title: "Fork: a new session from a copy of this one", "aria-label": "Fork session" }, [SmokeIcons.iconSvg("🌿")]);
+    forkButton.addEventListener("click", () => forkSession(s.session_id));
+    actions.append(forkButton, rename, remove);
 
     rename.addEventListener("click", () => {
       const input = el("input", { type: "text", class: "rename-input", testid: "rename-input", maxlength: "200", value: s.title || "" });
@@ -1447,7 +1517,7 @@
         const p = presentationFor(block.name);
         const card = el("div", { class: "card tool-card tone-" + tone(p.tone), testid: "transcript-tool", "data-tool-name": block.name }, [
           el("div", { class: "card-head" }, [
-            el("span", { class: "tool-icon" }, [visible(p.icon || "🔧", "text")]),
+            SmokeIcons.setIcon(el("span", { class: "tool-icon" }), p.icon || "🔧"),
             el("span", { class: "tool-label" }, [visible(p.label || block.name, "text")]),
             p.group ? el("span", { class: "tool-group" }, [visible(p.group, "text")]) : null,
             el("span", { class: "tool-name" }, [visible(block.name, "strict")]),
@@ -1481,8 +1551,14 @@
       const data = await api("GET", "/api/sessions/" + encodeURIComponent(sessionId));
       body.textContent = "";
       const calls = {};
+      let turn = 0;
       for (const message of data.messages || []) {
-        for (const node of renderMessage(message, calls)) body.append(node);
+        const nodes = renderMessage(message, calls);
+        for (const node of nodes) body.append(node);
+        if (message.role === "user") {
+          body.append(turnActions(sessionId, turn));
+          turn += 1;
+        }
       }
     } catch (err) {
       body.textContent = "";
@@ -1614,6 +1690,7 @@
       badge.title = snapshot.demo_label;
       badge.classList.remove("hidden");
     }
+    for (const node of document.querySelectorAll("[data-icon-emoji]")) SmokeIcons.setIcon(node, node.getAttribute("data-icon-emoji"));
     document.body.setAttribute("data-ready", "true");
     connect(0);
     refreshSessions();
