@@ -64,6 +64,7 @@ __all__ = [
     "SettingsError",
     "SimpleCommand",
     "SlashCommand",
+    "SlashCommandFailed",
     "Store",
     "StoreError",
     "ToolAnnotations",
@@ -74,6 +75,7 @@ __all__ = [
     "ToolPresentation",
     "ToolResult",
     "UnknownSession",
+    "UnknownSlashCommand",
     "Workspace",
     "WorkspaceError",
     "WorkspacePath",
@@ -96,6 +98,7 @@ __all__ = [
     "resolve_agent_settings",
     "run_batch",
     "run_batch_task",
+    "run_slash_command",
     "tool",
     "url_host",
     "user_message",
@@ -149,7 +152,10 @@ _LAZY: dict[str, str] = {
     "new_session_id": "run.history",
     "ChatHost": "run.slash",
     "SlashCommand": "run.slash",
+    "SlashCommandFailed": "run.slash",
+    "UnknownSlashCommand": "run.slash",
     "collect_slash_commands": "run.slash",
+    "run_slash_command": "run.slash",
     "RunResult": "run.state",
     "UnknownSession": "store.fork",
     "fork_session": "store.fork",
@@ -229,7 +235,14 @@ if TYPE_CHECKING:
     from .run.factory import create_agent
     from .run.handle import RunHandle
     from .run.history import new_session_id
-    from .run.slash import ChatHost, SlashCommand, collect_slash_commands
+    from .run.slash import (
+        ChatHost,
+        SlashCommand,
+        SlashCommandFailed,
+        UnknownSlashCommand,
+        collect_slash_commands,
+        run_slash_command,
+    )
     from .run.state import RunResult
     from .store.fork import UnknownSession, fork_session
     from .store.lease import SessionBusy

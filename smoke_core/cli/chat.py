@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import os
 import signal
 import sys
@@ -261,31 +260,27 @@ class TerminalChat:
 
     async def _command(self, line: str) -> Any:
         """Run ``/name args``; what to send to the model next, or None."""
-        import difflib
+        from ..run.slash import SlashCommandFailed, UnknownSlashCommand, run_slash_command
 
-        name, _, args = line[1:].partition(" ")
-        command = self._commands.get(name)
-        if command is None:
-            close = difflib.get_close_matches(name, list(self._commands), n=3, cutoff=0.6)
-            hint = f"; did you mean {', '.join('/' + c for c in close)}?" if close else ""
-            self.console.print(f"[yellow]unknown command /{esc(name)}{hint} (/help lists them)[/yellow]")
-            return None
+        name = line[1:].partition(" ")[0]
+        command = self._commands.get(name)  # before the call: a handler may change the chat's commands
         try:
-            result = command.handler(args, self)
-            if inspect.isawaitable(result):
-                result = await result
-        except SetupError as exc:
-            self.console.print(f"[red]/{esc(name)}: {esc(exc)}[/red]")
+            result = await run_slash_command(self._commands, line, self)
+        except UnknownSlashCommand as exc:
+            self.console.print(f"[yellow]{esc(exc)} (/help lists them)[/yellow]")
             return None
-        except Exception as exc:  # a plugin's command must not end the chat
-            self.console.print(f"[red]/{esc(name)} failed ({esc(command.source)}): "
-                               f"{esc(type(exc).__name__)}: {esc(exc)}[/red]")
+        except SlashCommandFailed as exc:
+            if isinstance(exc.__cause__, SetupError):
+                self.console.print(f"[red]/{esc(name)}: {esc(exc.__cause__)}[/red]")
+            else:
+                self.console.print(f"[red]{esc(exc)}[/red]")
             return None
         if result is None or result == "" or result == []:
             return None
         if isinstance(result, (str, list)):
             return result
-        self.console.print(f"[red]/{esc(name)} ({esc(command.source)}) returned {type(result).__name__}: "
+        source = command.source if command is not None else "?"
+        self.console.print(f"[red]/{esc(name)} ({esc(source)}) returned {type(result).__name__}: "
                            f"expected None, text or a list of parts[/red]")
         return None
 

@@ -7,6 +7,7 @@ plugin."""
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,6 +71,37 @@ class ChatHost(Protocol):
 
     def end(self) -> None:
         """Leave the chat after this command."""
+
+
+class UnknownSlashCommand(LookupError):
+    """``/name`` is no command of the chat; the message names close matches."""
+
+
+class SlashCommandFailed(RuntimeError):
+    """A command's handler raised; the message says which command, whose, and
+    what (``__cause__`` is the handler's exception)."""
+
+
+async def run_slash_command(commands: dict[str, SlashCommand], line: str, chat: ChatHost) -> Any:
+    """Run ``/name args`` (``line``) with ``chat`` as the handler's host and
+    return what the handler returned (awaited). Raises
+    :class:`UnknownSlashCommand` or :class:`SlashCommandFailed` -- every
+    front end (terminal, web page, editor) reports them in its own way."""
+    import difflib
+
+    name, _, args = line[1:].partition(" ")
+    command = commands.get(name)
+    if command is None:
+        close = difflib.get_close_matches(name, list(commands), n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join('/' + c for c in close)}?" if close else ""
+        raise UnknownSlashCommand(f"unknown command /{name}{hint}")
+    try:
+        result = command.handler(args, chat)
+        if inspect.isawaitable(result):
+            result = await result
+    except Exception as exc:  # a plugin's command must not end the chat
+        raise SlashCommandFailed(f"/{name} failed ({command.source}): {type(exc).__name__}: {exc}") from exc
+    return result
 
 
 def collect_slash_commands(agent: Any) -> tuple[dict[str, SlashCommand], list[str]]:

@@ -8,7 +8,6 @@ the task. Core's terminal commands (``/clear``, ``/compact``, ``/model``,
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from acp.schema import (
@@ -87,28 +86,21 @@ def available(agent: Any) -> AvailableCommandsUpdate:
 async def expand(agent: Any, session_id: str, parts: list[Any]) -> tuple[list[Any] | None, list[str]]:
     """``parts`` with a leading ``/name args`` replaced by what the command
     returns; ``(None, said)`` when it sends nothing. ``//text`` is ``/text``."""
-    import difflib
-
     first = parts[0] if parts else None
     if not isinstance(first, str) or not first.startswith("/"):
         return parts, []
     if first.startswith("//"):
         return [first[1:], *parts[1:]], []
-    line = first.strip()
-    name, _, args = line[1:].partition(" ")
+    from smoke_core.plugin import SlashCommandFailed, UnknownSlashCommand, run_slash_command
+
     commands = commands_of(agent)
-    command = commands.get(name)
-    if command is None:
-        close = difflib.get_close_matches(name, list(commands), n=3, cutoff=0.6)
-        hint = f"; did you mean {', '.join('/' + c for c in close)}?" if close else ""
-        return None, [f"unknown command /{name}{hint}"]
     chat = EditorChat(agent, session_id, commands)
     try:
-        result = command.handler(args, chat)
-        if inspect.isawaitable(result):
-            result = await result
-    except Exception as exc:  # a plugin's command must not end the session
-        return None, [*chat.said, f"/{name} failed ({command.source}): {type(exc).__name__}: {exc}"]
+        result = await run_slash_command(commands, first.strip(), chat)
+    except UnknownSlashCommand as exc:
+        return None, [str(exc)]
+    except SlashCommandFailed as exc:  # a plugin's command must not end the session
+        return None, [*chat.said, str(exc)]
     if result in (None, "", []):
         return None, chat.said
     sent = list(result) if isinstance(result, list) else [str(result)]

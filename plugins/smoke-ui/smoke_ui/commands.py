@@ -10,7 +10,6 @@ terminal chat and say so here.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 
@@ -73,22 +72,14 @@ def describe(commands: dict[str, Any]) -> list[dict[str, str]]:
 async def run_command(state: Any, agent: Any, session_id: str, line: str) -> tuple[Any, WebChat]:
     """Run ``/name args``; ``(what to send to the model or None, the chat with what it said)``.
     Raises ``LookupError`` (unknown command) or ``RuntimeError`` (the handler failed)."""
-    import difflib
+    from smoke_core.plugin import UnknownSlashCommand, run_slash_command
 
     commands = commands_of(agent)
-    name, _, args = line[1:].partition(" ")
-    command = commands.get(name)
-    if command is None:
-        close = difflib.get_close_matches(name, list(commands), n=3, cutoff=0.6)
-        hint = f"; did you mean {', '.join('/' + c for c in close)}?" if close else ""
-        raise LookupError(f"unknown command /{name}{hint} (/help lists them)")
     chat = WebChat(state, agent, session_id, commands)
     try:
-        result = command.handler(args, chat)
-        if inspect.isawaitable(result):
-            result = await result
-    except Exception as exc:  # a plugin's command must not break the page
-        raise RuntimeError(f"/{name} failed ({command.source}): {type(exc).__name__}: {exc}") from exc
+        result = await run_slash_command(commands, line, chat)
+    except UnknownSlashCommand as exc:
+        raise LookupError(f"{exc} (/help lists them)") from None
     if result in (None, "", []):
         return None, chat
     return result, chat
