@@ -3,24 +3,21 @@ pseudo-terminal) for prompts, JSON streams, signals and the demo."""
 
 from __future__ import annotations
 
-import codecs
 import itertools
 import json
 import os
-import pty
-import select
 import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from smoke_core.cli import cli
+from smoke_core.testing import Pty
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOL_PLUGINS = "tools_filesystem,tools_search,tools_terminal,tools_agent"
@@ -228,55 +225,7 @@ def test_sigkill_loses_at_most_the_step_in_flight(tmp_path):
     assert count >= len(rows) + 2
 
 
-# ------------------------------------------------------------ a real terminal
-
-
-class Pty:
-    def __init__(self, argv, cwd, env):
-        self.master, slave = pty.openpty()
-        self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=slave,
-                                     start_new_session=True)
-        os.close(slave)
-        self.buffer = ""
-        # a character may arrive split over two reads
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-
-    def read_until(self, needle: str, timeout: float = 60) -> str:
-        deadline = time.monotonic() + timeout
-        while needle not in self.buffer:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"timed out waiting for {needle!r}; got:\n{self.buffer[-3000:]}")
-            ready, _, _ = select.select([self.master], [], [], left)
-            if ready:
-                try:
-                    chunk = self._decoder.decode(os.read(self.master, 65536))
-                except OSError:
-                    chunk = ""
-                if not chunk:
-                    if self.proc.poll() is not None:
-                        raise AssertionError(f"process ended before {needle!r}; got:\n{self.buffer[-3000:]}")
-                    continue
-                self.buffer += chunk
-        index = self.buffer.index(needle) + len(needle)
-        out, self.buffer = self.buffer[:index], self.buffer[index:]
-        return out
-
-    def send(self, text: str) -> None:
-        os.write(self.master, text.encode())
-
-    def finish(self, timeout: float = 60) -> int:
-        deadline = time.monotonic() + timeout
-        while self.proc.poll() is None and time.monotonic() < deadline:
-            ready, _, _ = select.select([self.master], [], [], 0.5)
-            if ready:
-                try:
-                    self.buffer += self._decoder.decode(os.read(self.master, 65536))
-                except OSError:
-                    break
-        code = self.proc.wait(timeout=max(1, deadline - time.monotonic()))
-        os.close(self.master)
-        return code
+# ------------------------------------------------------------ a real terminal (smoke_core.testing.Pty)
 
 
 @needs_tools

@@ -4,6 +4,8 @@
   records every request exactly as a real provider would receive it.
 - :func:`make_tool_context`: a :class:`~smoke_core.plugin.ToolContext` for
   calling a tool's ``execute`` directly in unit tests.
+- :class:`Pty`: a program (``smoke chat``, ``smoke run``) on a real
+  pseudo-terminal, driven by keys.
 - The contract kits, pytest classes a plugin's tests subclass to run core's
   conformance tests for what the plugin implements: :class:`ToolContract`
   (tools), :class:`ProviderContract` (a provider adapter), :class:`StoreContract`
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ._scripted import ScriptedProvider, isolate_settings, make_tool_context
 
 __all__ = [
-    "FakeProviderServer", "ProviderContract", "RecordedRequest", "Reply", "ScriptedProvider", "StoreContract",
+    "FakeProviderServer", "ProviderContract", "Pty", "RecordedRequest", "Reply", "ScriptedProvider", "StoreContract",
     "ToolContract", "collect_events", "isolate_settings", "load_cassette", "make_tool_context",
 ]
 
@@ -30,6 +32,10 @@ def __getattr__(name: str) -> Any:
         from ._store_contract import StoreContract
 
         return StoreContract
+    if name == "Pty":
+        from ._pty import Pty
+
+        return Pty
     if name == "ToolContract":
         from ._tool_contract import ToolContract
 
@@ -50,5 +56,6 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and the API refe
         collect_events,
         load_cassette,
     )
+    from ._pty import Pty
     from ._store_contract import StoreContract
     from ._tool_contract import ToolContract

@@ -20,7 +20,7 @@ import pytest
 
 from smoke_core import ToolError, create_agent, tool
 from smoke_core.plugin import ClaudeDialect, ToolContext
-from smoke_core.testing import ScriptedProvider, isolate_settings
+from smoke_core.testing import Pty, ScriptedProvider, isolate_settings  # noqa: F401 (Pty: for the tests)
 
 HERE = Path(__file__).resolve().parent
 SCHEMA = json.loads((HERE / "hook-input.schema.json").read_text(encoding="utf-8"))
@@ -297,62 +297,3 @@ def smoke(*args: str, cwd: Path, env: dict[str, str], input: str | None = None) 
 
     return subprocess.run([sys.executable, "-m", "smoke_core.cli", *args], cwd=cwd, env=env, input=input,
                           capture_output=True, text=True, timeout=120)
-
-
-class Pty:
-    """A program on a real pseudo-terminal."""
-
-    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
-        import codecs
-        import pty
-        import subprocess
-
-        self.master, slave = pty.openpty()
-        self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=slave,
-                                     start_new_session=True)
-        os.close(slave)
-        self.buffer = ""
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-
-    def read_until(self, needle: str, timeout: float = 60) -> str:
-        import select
-        import time
-
-        deadline = time.monotonic() + timeout
-        while needle not in self.buffer:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"timed out waiting for {needle!r}; got:\n{self.buffer[-3000:]}")
-            ready, _, _ = select.select([self.master], [], [], left)
-            if ready:
-                try:
-                    chunk = self._decoder.decode(os.read(self.master, 65536))
-                except OSError:
-                    chunk = ""
-                if not chunk:
-                    if self.proc.poll() is not None:
-                        raise AssertionError(f"process ended before {needle!r}; got:\n{self.buffer[-3000:]}")
-                    continue
-                self.buffer += chunk
-        index = self.buffer.index(needle) + len(needle)
-        out, self.buffer = self.buffer[:index], self.buffer[index:]
-        return out
-
-    def send(self, text: str) -> None:
-        os.write(self.master, text.encode())
-
-    def finish(self, timeout: float = 60) -> int:
-        import select
-        import time
-
-        deadline = time.monotonic() + timeout
-        while self.proc.poll() is None and time.monotonic() < deadline:
-            ready, _, _ = select.select([self.master], [], [], 0.5)
-            if ready:
-                try:
-                    self.buffer += self._decoder.decode(os.read(self.master, 65536))
-                except OSError:
-                    break
-        code = self.proc.wait(timeout=max(1, deadline - time.monotonic()))
-        os.close(self.master)
-        return code
