@@ -455,17 +455,23 @@ class ACPSession:
         tool_call = ToolCallUpdate(tool_call_id=call_id, title=title, kind=kind, status="pending",
                                    locations=locations,
                                    content=U.approval_content(name, input, d.get("reason"), start_content))
+        choice = await self._choose(tool_call, options, "cancelled", "the permission request failed (%s); denied")
+        await self._apply(smoke_id, choice, rule)
+
+    async def _choose(self, tool_call: ToolCallUpdate, options: list[PermissionOption], otherwise: str,
+                      failed: str) -> str:
+        """The option the person picked in ``session/request_permission``;
+        ``otherwise`` when they cancelled or the request failed (logged with ``failed``)."""
         try:
             response = await self.conn.request_permission(session_id=self.session_id, tool_call=tool_call,
                                                           options=options)
-            outcome = response.outcome
-            choice = outcome.option_id if isinstance(outcome, AllowedOutcome) else "cancelled"
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.warning("smoke acp: the permission request failed (%s); denied", exc)
-            choice = "cancelled"
-        await self._apply(smoke_id, choice, rule)
+            log.warning("smoke acp: " + failed, exc)
+            return otherwise
+        outcome = response.outcome
+        return outcome.option_id if isinstance(outcome, AllowedOutcome) else otherwise
 
     async def _apply(self, smoke_id: str, choice: str, rule: str | None) -> None:
         assert self.agent is not None
@@ -510,16 +516,7 @@ class ACPSession:
         ]
         tool_call = ToolCallUpdate(tool_call_id=call_id, title="Ready to go on? Approve the plan", kind="switch_mode",
                                    status="pending", content=[U._text_content(visible(str(d.get("plan") or "")))])
-        try:
-            response = await self.conn.request_permission(session_id=self.session_id, tool_call=tool_call,
-                                                          options=options)
-            outcome = response.outcome
-            choice = outcome.option_id if isinstance(outcome, AllowedOutcome) else "reject"
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning("smoke acp: the plan could not be shown (%s); rejected", exc)
-            choice = "reject"
+        choice = await self._choose(tool_call, options, "reject", "the plan could not be shown (%s); rejected")
         if choice in ("approve", "approve_edits"):
             self.agent.resolve_plan(smoke_id, "approve", mode="accept-edits" if choice == "approve_edits"
                                     else "ask-default")
@@ -597,16 +594,7 @@ class ACPSession:
         choices.append(PermissionOption(option_id="no_answer", name="Do not answer", kind="reject_once"))
         tool_call = ToolCallUpdate(tool_call_id=call_id, title=visible(question), kind="other", status="pending",
                                    content=[U._text_content(visible(question))])
-        try:
-            response = await self.conn.request_permission(session_id=self.session_id, tool_call=tool_call,
-                                                          options=choices)
-            outcome = response.outcome
-            choice = outcome.option_id if isinstance(outcome, AllowedOutcome) else "no_answer"
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning("smoke acp: the question could not be asked (%s)", exc)
-            choice = "no_answer"
+        choice = await self._choose(tool_call, choices, "no_answer", "the question could not be asked (%s)")
         if choice.startswith("answer_") and choice[7:].isdigit() and int(choice[7:]) < len(options):
             self.agent.respond(smoke_id, options[int(choice[7:])])
         else:
