@@ -20,6 +20,8 @@ from smoke_core.policy.commands.variables import FOREIGN_SHELLS, SHELLS
 from smoke_core.policy.commands.walker import Walker, parse_command
 from smoke_core.policy.commands.wrappers import WRAPPERS
 
+from .test_command_rules import CORPUS  # the same corpus: real commands and their spellings
+
 WS = Path(__file__).resolve().parent
 DENY_RM = ["rm *"]
 ASK_PUSH = ["git push*"]
@@ -27,25 +29,6 @@ ALLOW = ["pytest *", "git status*", "ls *", "grep *", "cd *"]
 WRAPPER_NAMES = frozenset(WRAPPERS) | SHELLS | FOREIGN_SHELLS
 
 
-def _corpus() -> list[str]:
-    lines = [line for line in (WS / "data" / "shell_commands.txt").read_text().split("\n")
-             if not line.startswith("#")]
-    out: list[str] = []
-    buf: list[str] = []
-    for line in lines:
-        if buf:
-            buf.append(line)
-            if line == "EOF":
-                out.append("\n".join(buf))
-                buf = []
-        elif "<<'EOF'" in line:
-            buf = [line]
-        elif line:
-            out.append(line)
-    return out
-
-
-CORPUS = _corpus()
 
 
 def rules(patterns):
