@@ -40,13 +40,18 @@ def skip_options(args: Sequence[str], short_arg: str = "", long_arg: Iterable[st
             i += 2 if ("=" not in a and a in takes) else 1
             continue
         if a.startswith("-") and len(a) > 1:
-            i += 1
-            body = a[1:]
-            for k, ch in enumerate(body):
-                if ch in short_arg:
-                    if k == len(body) - 1:
-                        i += 1
-                    break
+            i += 2 if value_follows(a[1:], short_arg) else 1
             continue
         return i
     return n
+
+
+def value_follows(cluster: str, short_arg: str) -> bool:
+    """True when the short-option cluster ``cluster`` (``-xvf`` without the
+    dash) ends in an option of ``short_arg`` and so takes the next word as its
+    value (``-f FILE``); an option of ``short_arg`` inside it takes the rest
+    of the cluster instead (``-fFILE``)."""
+    for k, ch in enumerate(cluster):
+        if ch in short_arg:
+            return k == len(cluster) - 1
+    return False

@@ -17,7 +17,7 @@ from .base import WalkerBase
 from .model import DynamicWord
 from .runners import RUNNERS, runner
 from .variables import ASSIGNMENT, FOREIGN_SHELLS
-from .wrap import Handler, Wrap, skip_options
+from .wrap import Handler, Wrap, skip_options, value_follows
 
 
 def _simple(short_arg: str = "", long_arg: Iterable[str] = ()) -> Handler:
@@ -168,12 +168,7 @@ def _sudo(w: WalkerBase, base: str, args: list[str], feeds: list[str]) -> Wrap |
                     break
             if base == "sudo" and any(ch in "elvKV" for ch in head):
                 return None  # edit / list / validate / version: runs nothing
-            i += 1
-            for k, ch in enumerate(body):
-                if ch in short_arg:
-                    if k == len(body) - 1:
-                        i += 1
-                    break
+            i += 2 if value_follows(body, short_arg) else 1
             continue
         break
     assigns = []
