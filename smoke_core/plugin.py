@@ -34,6 +34,7 @@ __all__ = [
     "BatchTask",
     "CallRecord",
     "ChatHost",
+    "ChatHostBase",
     "CheckpointError",
     "ClaudeDialect",
     "CommandParse",
@@ -151,6 +152,7 @@ _LAZY: dict[str, str] = {
     "RunHandle": "run.handle",
     "new_session_id": "run.history",
     "ChatHost": "run.slash",
+    "ChatHostBase": "run.slash",
     "SlashCommand": "run.slash",
     "SlashCommandFailed": "run.slash",
     "UnknownSlashCommand": "run.slash",
@@ -237,6 +239,7 @@ if TYPE_CHECKING:
     from .run.history import new_session_id
     from .run.slash import (
         ChatHost,
+        ChatHostBase,
         SlashCommand,
         SlashCommandFailed,
         UnknownSlashCommand,

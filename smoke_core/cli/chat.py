@@ -32,7 +32,7 @@ from typing import Any
 
 import click
 
-from ..run.slash import SlashCommand, collect_slash_commands
+from ..run.slash import ChatHostBase, SlashCommand, collect_slash_commands
 from .describe import cli_words, esc
 from .render import TerminalUI, is_interactive
 from .run import AgentSetup, SetupError, check_key, open_session_store, prepare
@@ -66,7 +66,7 @@ class _CompactionView:
         pass
 
 
-class TerminalChat:
+class TerminalChat(ChatHostBase):
     """A chat at a terminal: implements :class:`ChatHost` for the commands."""
 
     def __init__(self, setup: AgentSetup, store: Any, session_id: str, *, yes: bool) -> None:
@@ -90,22 +90,10 @@ class TerminalChat:
         self._created: set[str] = set()
         self._history: Path | None = None
 
-    # -- ChatHost
-    @property
-    def agent(self) -> Any:
-        return self._agent
-
-    @property
-    def session_id(self) -> str:
-        return self._session_id
-
+    # -- ChatHost (agent, session_id and commands from ChatHostBase)
     @property
     def usage(self) -> dict[str, Any]:
         return self.total.to_dict()
-
-    @property
-    def commands(self) -> dict[str, SlashCommand]:
-        return dict(self._commands)
 
     def say(self, text: str) -> None:
         from ..base.display import visible

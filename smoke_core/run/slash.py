@@ -73,6 +73,34 @@ class ChatHost(Protocol):
         """Leave the chat after this command."""
 
 
+class ChatHostBase:
+    """The part of a :class:`ChatHost` every front end has alike: the agent,
+    the session and the commands, kept in ``_agent``, ``_session_id`` and
+    ``_commands``; ``usage`` is empty unless a front end counts it. A front
+    end subclasses it and adds ``say``, ``new_session``, ``compact``,
+    ``set_model`` and ``end``."""
+
+    _agent: Any
+    _session_id: str
+    _commands: dict[str, SlashCommand]
+
+    @property
+    def agent(self) -> Any:
+        return self._agent
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        return {}
+
+    @property
+    def commands(self) -> dict[str, SlashCommand]:
+        return dict(self._commands)
+
+
 class UnknownSlashCommand(LookupError):
     """``/name`` is no command of the chat; the message names close matches."""
 

@@ -17,10 +17,12 @@ from acp.schema import (
     UnstructuredCommandInput,
 )
 
+from smoke_core.plugin import ChatHostBase
+
 _CORE = "smoke-core:"
 
 
-class EditorChat:
+class EditorChat(ChatHostBase):
     """The editor as a slash command's ``chat`` (:class:`smoke_core.plugin.ChatHost`)."""
 
     def __init__(self, agent: Any, session_id: str, commands: dict[str, Any]) -> None:
@@ -28,22 +30,6 @@ class EditorChat:
         self._session_id = session_id
         self._commands = commands
         self.said: list[str] = []
-
-    @property
-    def agent(self) -> Any:
-        return self._agent
-
-    @property
-    def session_id(self) -> str:
-        return self._session_id
-
-    @property
-    def usage(self) -> dict[str, Any]:
-        return {}
-
-    @property
-    def commands(self) -> dict[str, Any]:
-        return dict(self._commands)
 
     def say(self, text: str) -> None:
         self.said.append(str(text))

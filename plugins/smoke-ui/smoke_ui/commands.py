@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from smoke_core.plugin import ChatHostBase
 
-class WebChat:
+
+class WebChat(ChatHostBase):
     """The page as a slash command's ``chat`` (:class:`smoke_core.plugin.ChatHost`)."""
 
     def __init__(self, state: Any, agent: Any, session_id: str, commands: dict[str, Any]) -> None:
@@ -24,20 +26,8 @@ class WebChat:
         self.said: list[str] = []
 
     @property
-    def agent(self) -> Any:
-        return self._agent
-
-    @property
-    def session_id(self) -> str:
-        return self._session_id
-
-    @property
     def usage(self) -> dict[str, Any]:
         return dict(self._state.usage or {})
-
-    @property
-    def commands(self) -> dict[str, Any]:
-        return dict(self._commands)
 
     def say(self, text: str) -> None:
         self.said.append(str(text))
