@@ -5,11 +5,9 @@ repository root (``SMOKE_TEST_ARTIFACTS`` overrides it)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from smoke_ui.server import create_app
 from smoke_ui.serving import ServerThread
@@ -18,44 +16,13 @@ from smoke_core import AgentErrorInfo, ToolContext, ToolPresentation, ToolResult
 from smoke_core.plugin import MemoryStore
 from smoke_core.testing import ScriptedProvider
 
+from .conftest import wait_healthy
+
 # one xdist worker takes the whole module: Chromium starts once
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
-CHROMIUM = os.environ.get("SMOKE_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("SMOKE_TEST_ARTIFACTS") or Path(__file__).resolve().parents[3] / "test-artifacts")
 WAIT_MS = 30_000
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("playwright is not installed (pip install playwright; never `playwright install`)")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"Chromium not found at {CHROMIUM} (apt-get install -y chromium, or set SMOKE_CHROMIUM)")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"],
-        )
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-def wait_healthy(url: str) -> None:
-    """Poll the health URL (bounded) until the server answers."""
-    last: Exception | None = None
-    for _ in range(100):
-        try:
-            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError as exc:
-            last = exc
-    raise AssertionError(f"the server at {url} never became healthy: {last!r}")
 
 
 def open_page(browser: Any, server: ServerThread, app: Any, *, height: int = 900) -> Any:

@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from smoke_ui.server import create_app
 from smoke_ui.serving import ServerThread
@@ -23,39 +20,13 @@ from smoke_core import create_agent
 from smoke_core.plugin import MemoryStore
 from smoke_core.testing import ScriptedProvider
 
+from .conftest import wait_healthy
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration, pytest.mark.xdist_group("browser"),
               pytest.mark.skipif(importlib.util.find_spec("smoke_mcp") is None, reason="needs smoke-mcp installed")]
 
-CHROMIUM = os.environ.get("SMOKE_CHROMIUM", "/usr/bin/chromium")
 MCP_TEST_SERVER = Path(__file__).resolve().parents[2] / "smoke-mcp" / "tests" / "smoke_mcp_test_server.py"
 WAIT_MS = 30_000
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("playwright is not installed (pip install playwright; never `playwright install`)")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"Chromium not found at {CHROMIUM} (apt-get install -y chromium, or set SMOKE_CHROMIUM)")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                     args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-def _healthy(url: str) -> None:
-    for _ in range(100):
-        try:
-            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-    raise AssertionError(f"the server at {url} never became healthy")
 
 
 def test_an_mcp_servers_form_is_filled_in_in_the_page(browser: Any, tmp_path: Path) -> None:
@@ -72,7 +43,7 @@ def test_an_mcp_servers_form_is_filled_in_in_the_page(browser: Any, tmp_path: Pa
 
     app = create_app(factory, store=MemoryStore(), fresh_session_per_run=True)
     with ServerThread(app) as server:
-        _healthy(server.url)
+        wait_healthy(server.url)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
