@@ -71,12 +71,11 @@ def smoke(python: Path, tmp: Path, *args: str, **extra: str) -> subprocess.Compl
                           env=env_for(tmp, **extra), cwd=tmp, timeout=300, stdin=subprocess.DEVNULL)
 
 
-@pytest.fixture
-def plugin_wheel(tmp_path: Path) -> Path:
-    """A tiny plugin distribution, built as a wheel (offline, setuptools)."""
-    src = tmp_path / "src" / "smoke-local-demo"
+def _plugin_source(root: Path, body: str) -> Path:
+    """The tiny plugin as a source folder (the docs/write-a-plugin.md layout), with a `test` extra."""
+    src = root / "smoke-local-demo"
     (src / "smoke_local_demo").mkdir(parents=True)
-    (src / "smoke_local_demo" / "__init__.py").write_text(textwrap.dedent(PLUGIN_SOURCE))
+    (src / "smoke_local_demo" / "__init__.py").write_text(textwrap.dedent(body))
     (src / "pyproject.toml").write_text(textwrap.dedent("""
         [build-system]
         requires = ["setuptools>=61"]
@@ -87,12 +86,22 @@ def plugin_wheel(tmp_path: Path) -> Path:
         version = "1.0"
         dependencies = ["smoke-core"]
 
+        [project.optional-dependencies]
+        test = ["pytest"]
+
         [project.entry-points.smoke]
         local_demo = "smoke_local_demo"
 
         [tool.setuptools]
         packages = ["smoke_local_demo"]
     """))
+    return src
+
+
+@pytest.fixture
+def plugin_wheel(tmp_path: Path) -> Path:
+    """A tiny plugin distribution, built as a wheel (offline, setuptools)."""
+    src = _plugin_source(tmp_path / "src", PLUGIN_SOURCE)
     out = tmp_path / "wheels"
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
                            "--no-index", "--wheel-dir", str(out), str(src)], capture_output=True, text=True,
@@ -224,33 +233,6 @@ def test_bad_requests_are_one_message_and_status_2(args: list[str], message: str
     assert result.exit_code == 2
     assert message in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
-
-
-def _plugin_source(root: Path, body: str) -> Path:
-    """The tiny plugin as a source folder (the docs/write-a-plugin.md layout), with a `test` extra."""
-    src = root / "smoke-local-demo"
-    (src / "smoke_local_demo").mkdir(parents=True)
-    (src / "smoke_local_demo" / "__init__.py").write_text(textwrap.dedent(body))
-    (src / "pyproject.toml").write_text(textwrap.dedent("""
-        [build-system]
-        requires = ["setuptools>=61"]
-        build-backend = "setuptools.build_meta"
-
-        [project]
-        name = "smoke-local-demo"
-        version = "1.0"
-        dependencies = ["smoke-core"]
-
-        [project.optional-dependencies]
-        test = ["pytest"]
-
-        [project.entry-points.smoke]
-        local_demo = "smoke_local_demo"
-
-        [tool.setuptools]
-        packages = ["smoke_local_demo"]
-    """))
-    return src
 
 
 @pytest.mark.slow
