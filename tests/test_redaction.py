@@ -55,23 +55,28 @@ def _plugin(root: Path) -> Path:
     return root
 
 
+def _run_json(tmp_path, plug, ws, provider, task):
+    """`smoke run --json` with the probe plugin and the key in the environment; its events,
+    after checking the key appears in neither stdout nor stderr."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(PYTHONPATH=str(plug), SMOKE_LOAD_PLUGINS="redaction_probe", OPENAI_API_KEY=KEY,
+               XDG_CONFIG_HOME=str(tmp_path / "cfg"), SMOKE_MANAGED_SETTINGS=str(tmp_path / "none.yaml"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "smoke_core.cli", "run", "--json", "--provider", provider, "--session", "s1", task],
+        cwd=ws, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert KEY not in proc.stdout and KEY not in proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+
 @pytest.mark.slow
 def test_a_key_in_a_tool_result_is_masked_in_the_session_and_the_json_stream(tmp_path):
     plug = _plugin(tmp_path / "plug")
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "deploy.log").write_text(f"exporting OPENAI_API_KEY={KEY} for the deploy\n")
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.update(PYTHONPATH=str(plug), SMOKE_LOAD_PLUGINS="redaction_probe", OPENAI_API_KEY=KEY,
-               XDG_CONFIG_HOME=str(tmp_path / "cfg"), SMOKE_MANAGED_SETTINGS=str(tmp_path / "none.yaml"))
-    proc = subprocess.run(
-        [sys.executable, "-m", "smoke_core.cli", "run", "--json", "--provider", "probe", "--session", "s1",
-         "read the deploy log"],
-        cwd=ws, env=env, capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert KEY not in proc.stdout and KEY not in proc.stderr
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    events = _run_json(tmp_path, plug, ws, "probe", "read the deploy log")
     done = next(e for e in events if e["type"] == "tool.completed")
     assert "OPENAI_API_KEY=*** for the deploy" in done["data"]["content"][0]["text"]
     db = sqlite3.connect(ws / ".smoke" / "sessions.db")
@@ -87,17 +92,7 @@ def test_the_models_own_text_is_masked_in_events_json_and_the_session(tmp_path):
     plug = _plugin(tmp_path / "plug")
     ws = tmp_path / "ws"
     ws.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.update(PYTHONPATH=str(plug), SMOKE_LOAD_PLUGINS="redaction_probe", OPENAI_API_KEY=KEY,
-               XDG_CONFIG_HOME=str(tmp_path / "cfg"), SMOKE_MANAGED_SETTINGS=str(tmp_path / "none.yaml"))
-    proc = subprocess.run(
-        [sys.executable, "-m", "smoke_core.cli", "run", "--json", "--provider", "probe-text", "--session", "s1",
-         "what is my key?"],
-        cwd=ws, env=env, capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert KEY not in proc.stdout and KEY not in proc.stderr
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    events = _run_json(tmp_path, plug, ws, "probe-text", "what is my key?")
     deltas = [e["data"]["text"] for e in events if e["type"] == "text.delta"]
     assert len(deltas) > 3 and "".join(deltas) == "Your key is ***, keep it safe."
     assert next(e for e in events if e["type"] == "text.end")["data"]["text"] == "Your key is ***, keep it safe."
